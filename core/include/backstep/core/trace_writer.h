@@ -1,0 +1,43 @@
+// TraceWriter: writes a trace in one format from canonical events.
+//
+// Writers produce test fixtures, power `backstep convert`, and prove each
+// reader against its spec. A writer writes to a temporary file next to the
+// destination and renames it on Finish(): a crash or a full disk never
+// leaves a half file under the final name.
+//
+// Protocol: Begin() once, Append() per event in order, Finish() once. A
+// writer destroyed without Finish() removes its temporary file.
+//
+// Thread-safety: one thread at a time.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "backstep/core/event.h"
+#include "backstep/core/status.h"
+#include "backstep/core/trace_reader.h"
+
+namespace backstep::core {
+
+// Reads initial memory for a writer (same contract as
+// TraceReader::ReadInitialMemory).
+using InitialMemoryFn =
+    std::function<void(Address, std::span<std::uint8_t> out, std::span<std::uint8_t> known)>;
+
+class TraceWriter {
+ public:
+  virtual ~TraceWriter() = default;
+  // Writes the header and initial state. A format that cannot express the
+  // header (another architecture, unknown memory) returns Unsupported.
+  virtual Status Begin(const TraceHeader& header,
+                       const std::vector<std::pair<ThreadId, RegisterFile>>& initial_registers,
+                       const InitialMemoryFn& initial_memory) = 0;
+  virtual Status Append(const Event& event) = 0;
+  // Completes the file and renames it into place.
+  virtual Status Finish() = 0;
+};
+
+}  // namespace backstep::core

@@ -1,0 +1,64 @@
+// AtomicFile: writes a file under a temporary name and renames it into place.
+//
+// Everything backstep writes (indexes, converted traces, exports) goes
+// through this: the temporary file lives in the destination's directory
+// (`<dest>.tmp-<pid>-<n>`), Commit() flushes (fsync), renames it over the
+// destination and fsyncs the directory. If the object is destroyed without
+// Commit(), the temporary file is removed. A crash or a full disk therefore
+// never leaves a partial file under the final name.
+//
+// Writes are buffered; errors (ENOSPC, EIO) are remembered and reported by
+// Commit() or status(), naming the file.
+//
+// Thread-safety: one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "backstep/core/expected.h"
+
+namespace backstep::core {
+
+class AtomicFile {
+ public:
+  // Creates the temporary file. IOError if the directory is not writable.
+  static Expected<AtomicFile> Create(const std::string& destination);
+
+  AtomicFile(AtomicFile&& other) noexcept;
+  AtomicFile& operator=(AtomicFile&& other) noexcept;
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  ~AtomicFile();
+
+  void Write(std::span<const std::uint8_t> bytes);
+  void Write(std::string_view text);
+  void WriteU8(std::uint8_t v) { Write(std::span<const std::uint8_t>(&v, 1)); }
+  void WriteLe(std::uint64_t v, int bytes);  // little-endian, 1..8 bytes
+  // Overwrites already written bytes at `offset` (for patched headers).
+  void WriteAt(std::uint64_t offset, std::span<const std::uint8_t> bytes);
+  // Bytes written so far.
+  std::uint64_t size() const { return size_; }
+  Status status() const { return status_; }
+
+  // Flushes, fsyncs and renames into place.
+  Status Commit();
+
+  const std::string& destination() const { return destination_; }
+  const std::string& temp_path() const { return temp_path_; }
+
+ private:
+  AtomicFile() = default;
+  void Fail(const char* what);
+
+  std::string destination_;
+  std::string temp_path_;
+  std::FILE* file_ = nullptr;
+  std::uint64_t size_ = 0;
+  Status status_;
+};
+
+}  // namespace backstep::core

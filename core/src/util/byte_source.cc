@@ -1,0 +1,80 @@
+#include "backstep/core/byte_source.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace backstep::core {
+namespace {
+
+class MappedFile final : public ByteSource {
+ public:
+  MappedFile(std::string name, const std::uint8_t* data, std::size_t size)
+      : name_(std::move(name)), data_(data), size_(size) {}
+  ~MappedFile() override {
+    if (size_ != 0) munmap(const_cast<std::uint8_t*>(data_), size_);
+  }
+  std::span<const std::uint8_t> data() const override { return {data_, size_}; }
+  const std::string& name() const override { return name_; }
+
+ private:
+  std::string name_;
+  const std::uint8_t* data_;
+  std::size_t size_;
+};
+
+class MemoryBuffer final : public ByteSource {
+ public:
+  MemoryBuffer(std::vector<std::uint8_t> bytes, std::string name)
+      : bytes_(std::move(bytes)), name_(std::move(name)) {}
+  std::span<const std::uint8_t> data() const override { return bytes_; }
+  const std::string& name() const override { return name_; }
+
+ private:
+  std::vector<std::uint8_t> bytes_;
+  std::string name_;
+};
+
+Status Errno(const std::string& path, const char* what) {
+  return Status::IOError(path + ": " + what + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+Expected<std::shared_ptr<const ByteSource>> MapFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Errno(path, "cannot open");
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    Status s = Errno(path, "cannot stat");
+    close(fd);
+    return s;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return Status::InvalidArgument(path + ": not a regular file");
+  }
+  std::size_t size = static_cast<std::size_t>(st.st_size);
+  const std::uint8_t* data = nullptr;
+  if (size != 0) {
+    void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      Status s = Errno(path, "cannot map");
+      close(fd);
+      return s;
+    }
+    data = static_cast<const std::uint8_t*>(p);
+  }
+  close(fd);
+  return std::shared_ptr<const ByteSource>(std::make_shared<MappedFile>(path, data, size));
+}
+
+std::shared_ptr<const ByteSource> MemorySource(std::vector<std::uint8_t> bytes, std::string name) {
+  return std::make_shared<MemoryBuffer>(std::move(bytes), std::move(name));
+}
+
+}  // namespace backstep::core
