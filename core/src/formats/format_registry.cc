@@ -25,8 +25,8 @@ Expected<std::unique_ptr<TraceReader>> OpenTraceSource(std::shared_ptr<const Byt
   std::string names;
   for (const FormatInfo& f : Formats()) names += (names.empty() ? "" : ", ") + std::string(f.name);
   if (source->size() == 0) {
-    return Status::Unsupported(source->name() + ": empty file, not a trace (known formats: " +
-                               names + ")");
+    return Status::Unsupported(source->name() +
+                               ": empty file, not a trace (known formats: " + names + ")");
   }
   return Status::Unsupported(source->name() + ": unknown trace format (first bytes " +
                              HexBytes(head.first(std::min<std::size_t>(head.size(), 8)), ' ') +

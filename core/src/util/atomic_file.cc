@@ -26,8 +26,7 @@ Expected<AtomicFile> AtomicFile::Create(const std::string& destination) {
                  std::to_string(g_counter.fetch_add(1));
   int fd = open(f.temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return Status::IOError(destination + ": cannot create temporary file: " +
-                           std::strerror(errno));
+    return Status::IOError(destination + ": cannot create temporary file: " + std::strerror(errno));
   }
   f.file_ = fdopen(fd, "wb");
   if (!f.file_) {

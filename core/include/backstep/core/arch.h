@@ -44,16 +44,16 @@ enum GdbFeature : std::uint32_t {
 };
 
 struct RegisterInfo {
-  std::string_view name;       // canonical (gdb) name: "rax", "fs_base", "cr3", "fpr0"
-  std::uint16_t size = 0;      // bytes
-  int gdb_regnum = -1;         // gdb register number; -1: not in gdb's register set
-  std::uint32_t feature = 0;   // GdbFeature bit for gdb registers; 0 for system registers
-  int dwarf = -1;              // DWARF register number; -1: none
+  std::string_view name;      // canonical (gdb) name: "rax", "fs_base", "cr3", "fpr0"
+  std::uint16_t size = 0;     // bytes
+  int gdb_regnum = -1;        // gdb register number; -1: not in gdb's register set
+  std::uint32_t feature = 0;  // GdbFeature bit for gdb registers; 0 for system registers
+  int dwarf = -1;             // DWARF register number; -1: none
   RegisterRole role = RegisterRole::kNone;
-  std::string_view gdb_type;   // tdesc type: "int64", "code_ptr", "i387_ext", "vec128", ...
-  std::string_view group;      // tdesc group: "general", "float", "vector", "system"
-  std::string_view alias;      // another producer's name for it ("msr_c0000100"), or ""
-  bool derived = false;        // no storage; computed from others (st0..st7)
+  std::string_view gdb_type;         // tdesc type: "int64", "code_ptr", "i387_ext", "vec128", ...
+  std::string_view group;            // tdesc group: "general", "float", "vector", "system"
+  std::string_view alias;            // another producer's name for it ("msr_c0000100"), or ""
+  bool derived = false;              // no storage; computed from others (st0..st7)
   std::uint32_t storage_offset = 0;  // byte offset in RegisterFile storage (not for derived)
 };
 

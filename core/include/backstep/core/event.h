@@ -49,7 +49,7 @@ struct Event {
   ThreadId thread;
   EventKind kind = EventKind::kInstruction;
   std::uint32_t flags = 0;
-  std::string_view description;         // "other" events: "page fault", ... (view; see above)
+  std::string_view description;          // "other" events: "page fault", ... (view; see above)
   std::vector<RegisterWrite> registers;  // in order of application
   std::vector<MemoryAccess> writes;      // in order of application
   std::vector<MemoryAccess> reads;       // values observed in state t

@@ -18,7 +18,7 @@ namespace backstep::core {
 template <class T>
 class [[nodiscard]] Expected {
  public:
-  Expected(T value) : v_(std::move(value)) {}  // NOLINT(runtime/explicit)
+  Expected(T value) : v_(std::move(value)) {}        // NOLINT(runtime/explicit)
   Expected(Status status) : v_(std::move(status)) {  // NOLINT(runtime/explicit)
     assert(!std::get<Status>(v_).ok() && "Expected built from an OK Status");
   }
@@ -56,8 +56,8 @@ class [[nodiscard]] Expected {
 // Expected, or returns its Status from the enclosing function.
 #define BACKSTEP_CONCAT_INNER(a, b) a##b
 #define BACKSTEP_CONCAT(a, b) BACKSTEP_CONCAT_INNER(a, b)
-#define BACKSTEP_ASSIGN_OR_RETURN(decl, expr)                             \
-  auto BACKSTEP_CONCAT(_bs_expected_, __LINE__) = (expr);                 \
-  if (!BACKSTEP_CONCAT(_bs_expected_, __LINE__).ok())                     \
-    return BACKSTEP_CONCAT(_bs_expected_, __LINE__).status();             \
+#define BACKSTEP_ASSIGN_OR_RETURN(decl, expr)                 \
+  auto BACKSTEP_CONCAT(_bs_expected_, __LINE__) = (expr);     \
+  if (!BACKSTEP_CONCAT(_bs_expected_, __LINE__).ok())         \
+    return BACKSTEP_CONCAT(_bs_expected_, __LINE__).status(); \
   decl = std::move(BACKSTEP_CONCAT(_bs_expected_, __LINE__)).value()

@@ -49,7 +49,7 @@ struct Watch {
 struct StopCondition {
   std::vector<Address> breakpoints;  // pcs
   std::vector<Watch> watches;
-  std::optional<ThreadId> thread;    // breakpoints only fire for this thread
+  std::optional<ThreadId> thread;  // breakpoints only fire for this thread
   // Do not go below `fence_low` nor above `fence_high` (positions).
   Position fence_low = Position(0);
   Position fence_high = Position::Max();
@@ -67,10 +67,10 @@ struct StopEvent {
   };
   Reason reason;
   Position position;
-  ThreadId thread;                     // thread of the event at/around the stop
-  Address address = 0;                 // kBreakpoint: the pc; kWatch: accessed address
+  ThreadId thread;      // thread of the event at/around the stop
+  Address address = 0;  // kBreakpoint: the pc; kWatch: accessed address
   WatchKind watch_kind = WatchKind::kWrite;
-  std::uint64_t event = 0;             // kWatch: the accessing event w
+  std::uint64_t event = 0;  // kWatch: the accessing event w
 };
 
 // Runs from `from` in `direction` until `condition` stops it.
@@ -89,16 +89,16 @@ struct Access {
 };
 
 // Last write overlapping [address, address+length) by an event < before.
-Expected<std::optional<Access>> LastWrite(const Trace& trace, Address address,
-                                          std::uint64_t length, Position before);
+Expected<std::optional<Access>> LastWrite(const Trace& trace, Address address, std::uint64_t length,
+                                          Position before);
 // First write overlapping the range by an event >= from.
-Expected<std::optional<Access>> NextWrite(const Trace& trace, Address address,
-                                          std::uint64_t length, Position from);
+Expected<std::optional<Access>> NextWrite(const Trace& trace, Address address, std::uint64_t length,
+                                          Position from);
 // Same for recorded reads (InvalidArgument if the trace records none).
-Expected<std::optional<Access>> LastRead(const Trace& trace, Address address,
-                                         std::uint64_t length, Position before);
-Expected<std::optional<Access>> NextRead(const Trace& trace, Address address,
-                                         std::uint64_t length, Position from);
+Expected<std::optional<Access>> LastRead(const Trace& trace, Address address, std::uint64_t length,
+                                         Position before);
+Expected<std::optional<Access>> NextRead(const Trace& trace, Address address, std::uint64_t length,
+                                         Position from);
 // Accesses (writes, and reads when recorded) overlapping the range by events
 // in [from, to), oldest first, at most `max` of them.
 Expected<std::vector<Access>> History(const Trace& trace, Address address, std::uint64_t length,

@@ -79,8 +79,8 @@ std::string_view StatusCodeName(StatusCode code);
 }  // namespace backstep::core
 
 // Evaluates `expr` (a Status); returns it from the enclosing function if not OK.
-#define BACKSTEP_RETURN_IF_ERROR(expr)              \
-  do {                                              \
-    ::backstep::core::Status _bs_status = (expr);   \
-    if (!_bs_status.ok()) return _bs_status;        \
+#define BACKSTEP_RETURN_IF_ERROR(expr)            \
+  do {                                            \
+    ::backstep::core::Status _bs_status = (expr); \
+    if (!_bs_status.ok()) return _bs_status;      \
   } while (0)

@@ -48,8 +48,8 @@ struct TraceHeader {
   // Event count declared by the file, when it declares one (may be wrong for
   // truncated files; the index counts what is really there).
   std::optional<std::uint64_t> declared_events;
-  bool records_reads = false;          // events carry observed reads
-  std::vector<MemoryRegion> regions;   // memory of the initial image
+  bool records_reads = false;         // events carry observed reads
+  std::vector<MemoryRegion> regions;  // memory of the initial image
   // Free-form facts for `backstep info`: tool name, version, date, static
   // registers ("cpuid_max_phy_addr" -> "0x28"), ...
   std::vector<std::pair<std::string, std::string>> properties;

@@ -1,0 +1,94 @@
+#include <charconv>
+#include <cstdio>
+
+#include "cli/cli.h"
+
+namespace backstep::cli {
+
+std::optional<std::string> Args::TakeOption(std::string_view name) {
+  std::string flag = "--" + std::string(name);
+  for (std::size_t i = 0; i < words_.size(); ++i) {
+    if (words_[i] == flag && i + 1 < words_.size()) {
+      std::string value = words_[i + 1];
+      words_.erase(words_.begin() + i, words_.begin() + i + 2);
+      return value;
+    }
+    if (words_[i].rfind(flag + "=", 0) == 0) {
+      std::string value = words_[i].substr(flag.size() + 1);
+      words_.erase(words_.begin() + i);
+      return value;
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::vector<std::string>> Args::TakeOptionN(std::string_view name, int count) {
+  std::string flag = "--" + std::string(name);
+  std::vector<std::vector<std::string>> out;
+  for (std::size_t i = 0; i < words_.size();) {
+    if (words_[i] == flag && i + count < words_.size()) {
+      out.emplace_back(words_.begin() + i + 1, words_.begin() + i + 1 + count);
+      words_.erase(words_.begin() + i, words_.begin() + i + 1 + count);
+    } else {
+      ++i;
+    }
+  }
+  return out;
+}
+
+bool Args::TakeFlag(std::string_view name) {
+  std::string flag = "--" + std::string(name);
+  for (std::size_t i = 0; i < words_.size(); ++i) {
+    if (words_[i] == flag) {
+      words_.erase(words_.begin() + i);
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<std::string> Args::Positionals() const {
+  std::vector<std::string> out;
+  for (const auto& w : words_) {
+    if (w.rfind("--", 0) != 0) out.push_back(w);
+  }
+  return out;
+}
+
+std::optional<std::string> Args::UnknownOption() const {
+  for (const auto& w : words_) {
+    if (w.rfind("--", 0) == 0) return w;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::uint64_t> ParseNumber(std::string_view text) {
+  std::string digits;
+  for (char c : text) {
+    if (c != '_') digits += c;
+  }
+  int base = 10;
+  std::string_view s = digits;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    base = 16;
+    s.remove_prefix(2);
+  }
+  if (s.empty()) return std::nullopt;
+  std::uint64_t value = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value, base);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return value;
+}
+
+int Fail(const core::Status& status) {
+  std::fprintf(stderr, "backstep: %s\n", status.message().c_str());
+  return 1;
+}
+
+int Usage(std::string_view message) {
+  std::fprintf(stderr, "backstep: %.*s\nRun 'backstep help' for usage.\n",
+               static_cast<int>(message.size()), message.data());
+  return 2;
+}
+
+}  // namespace backstep::cli

@@ -1,0 +1,60 @@
+// The `backstep` command line: shared pieces of the subcommands.
+//
+// Each subcommand lives in its own file (cmd_<name>.cc) and has the
+// signature `int RunX(Args&)`: it prints results on stdout, one clear line per
+// error on stderr ("backstep: <file>: <what>"), and returns the exit code
+// (0 ok, 1 error, 2 usage).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backstep/core/progress.h"
+#include "backstep/core/status.h"
+
+namespace backstep::cli {
+
+// Command-line words after the subcommand, consumed front to back.
+class Args {
+ public:
+  explicit Args(std::vector<std::string> words) : words_(std::move(words)) {}
+  // Removes `--name VALUE` (or `--name=VALUE`) and returns VALUE.
+  std::optional<std::string> TakeOption(std::string_view name);
+  // Removes every occurrence of `--name A B` with `count` values.
+  std::vector<std::vector<std::string>> TakeOptionN(std::string_view name, int count);
+  // Removes `--name` and says whether it was there.
+  bool TakeFlag(std::string_view name);
+  // The remaining words that do not start with "--", in order.
+  std::vector<std::string> Positionals() const;
+  // The first remaining word that starts with "--", if any.
+  std::optional<std::string> UnknownOption() const;
+
+ private:
+  std::vector<std::string> words_;
+};
+
+// Parses "0x1f", "31", "1_000"; nullopt on garbage or overflow.
+std::optional<std::uint64_t> ParseNumber(std::string_view text);
+
+// Prints "backstep: <status message>" on stderr and returns 1.
+int Fail(const core::Status& status);
+// Prints "backstep: <message>" and a usage hint on stderr; returns 2.
+int Usage(std::string_view message);
+
+// A ProgressFn drawing a bar on stderr when stderr is a terminal (nothing
+// otherwise). Call FinishProgress() after the work to clear the line.
+core::ProgressFn TerminalProgress();
+void FinishProgress();
+// Set by SIGINT; progress callbacks return false once it is set.
+bool Interrupted();
+void InstallInterruptHandler();
+
+int RunInfo(Args& args);
+int RunIndex(Args& args);
+int RunDump(Args& args);
+int RunConvert(Args& args);
+
+}  // namespace backstep::cli

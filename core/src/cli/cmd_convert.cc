@@ -1,0 +1,84 @@
+// backstep convert IN -o OUT --to FORMAT
+#include <sys/stat.h>
+
+#include <cstdio>
+
+#include "backstep/core/format_registry.h"
+#include "cli/cli.h"
+
+namespace backstep::cli {
+namespace {
+
+bool SameFile(const std::string& a, const std::string& b) {
+  struct stat sa, sb;
+  if (stat(a.c_str(), &sa) != 0 || stat(b.c_str(), &sb) != 0) return false;
+  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+}  // namespace
+
+int RunConvert(Args& args) {
+  std::optional<std::string> out = args.TakeOption("o");
+  if (!out) out = args.TakeOption("output");
+  std::optional<std::string> to = args.TakeOption("to");
+  auto files = args.Positionals();
+  // "-o" is a short option: accept it among positionals too.
+  for (std::size_t i = 0; i + 1 < files.size(); ++i) {
+    if (files[i] == "-o") {
+      out = files[i + 1];
+      files.erase(files.begin() + i, files.begin() + i + 2);
+      break;
+    }
+  }
+  if (files.size() != 1) return Usage("convert takes one input trace");
+  if (auto unknown = args.UnknownOption()) return Usage("unknown option " + *unknown);
+  if (!out) return Usage("convert needs -o OUT");
+  if (!to) return Usage("convert needs --to FORMAT");
+  const core::FormatInfo* format = core::FindFormat(*to);
+  if (!format) return Usage("unknown format '" + *to + "'");
+  if (!format->create_writer) return Usage("format '" + *to + "' has no writer");
+  if (SameFile(files[0], *out)) {
+    return Fail(core::Status::InvalidArgument(*out + ": refusing to overwrite the input trace"));
+  }
+
+  auto reader = core::OpenTraceFile(files[0]);
+  if (!reader.ok()) return Fail(reader.status());
+  auto writer = format->create_writer(*out);
+  if (!writer.ok()) return Fail(writer.status());
+  core::TraceReader& r = **reader;
+  core::Status s =
+      (*writer)->Begin(r.header(), r.InitialRegisters(),
+                       [&r](core::Address a, std::span<std::uint8_t> o, std::span<std::uint8_t> k) {
+                         r.ReadInitialMemory(a, o, k);
+                       });
+  if (!s.ok()) return Fail(s.Annotate(*out));
+
+  core::ProgressFn progress = TerminalProgress();
+  std::uint64_t total = r.header().declared_events.value_or(0);
+  std::uint64_t count = 0;
+  core::Event event;
+  while (true) {
+    auto more = r.Next(&event);
+    if (!more.ok()) {
+      FinishProgress();
+      return Fail(more.status());
+    }
+    if (!*more) break;
+    if (s = (*writer)->Append(event); !s.ok()) {
+      FinishProgress();
+      return Fail(s.Annotate(*out));
+    }
+    if (++count % 65536 == 0 && !progress("converting", count, total)) {
+      FinishProgress();
+      return Fail(core::Status::Interrupted(*out + ": interrupted; nothing was written"));
+    }
+  }
+  progress("converting", count, total);
+  FinishProgress();
+  if (s = (*writer)->Finish(); !s.ok()) return Fail(s.Annotate(*out));
+  std::printf("%s: %llu events written as %s\n", out->c_str(),
+              static_cast<unsigned long long>(count), format->name.data());
+  return 0;
+}
+
+}  // namespace backstep::cli

@@ -1,0 +1,49 @@
+// backstep: debug recorded execution traces with gdb and LLDB, backwards too.
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/cli.h"
+
+namespace {
+
+constexpr const char kHelp[] = R"(usage: backstep COMMAND [ARGS]
+
+Commands:
+  info TRACE                      format, architecture, events, threads, memory, index status
+  index TRACE [--force]           build (or check) the trace's index; --force rebuilds it
+  dump TRACE --at N [--regs] [--mem ADDR LEN]... [--phys] [--thread T]
+                                  state at position N (0 = before the first event;
+                                  N may also be "end" or a percentage like 50%)
+  convert IN -o OUT --to FORMAT   write IN in another format (formats: reven)
+  help                            this text
+
+Common options:
+  --cache-dir DIR                 where indexes go when the trace's directory is read-only
+
+Errors go to stderr as one line naming the file and offset; the exit status is
+1 for errors and 2 for usage mistakes.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace backstep::cli;
+  if (argc < 2) {
+    std::fputs(kHelp, stderr);
+    return 2;
+  }
+  std::string_view command = argv[1];
+  Args args(std::vector<std::string>(argv + 2, argv + argc));
+  InstallInterruptHandler();
+  if (command == "help" || command == "--help" || command == "-h") {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  if (command == "info") return RunInfo(args);
+  if (command == "index") return RunIndex(args);
+  if (command == "dump") return RunDump(args);
+  if (command == "convert") return RunConvert(args);
+  return Usage("unknown command '" + std::string(command) + "'");
+}

@@ -1,0 +1,21 @@
+// Opening a trace from the command line: cache-dir option, progress bar while
+// the index is built, interrupt handling.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "backstep/core/expected.h"
+#include "backstep/core/trace.h"
+#include "cli/cli.h"
+
+namespace backstep::cli {
+
+// Takes --cache-dir from `args` and opens `path` (building its index with a
+// progress bar if needed).
+core::Expected<std::shared_ptr<core::Trace>> OpenTraceForCli(const std::string& path, Args& args);
+
+// Parses "N", "end" or "P%" into a position of `trace`.
+std::optional<core::Position> ParsePosition(std::string_view text, const core::Trace& trace);
+
+}  // namespace backstep::cli
