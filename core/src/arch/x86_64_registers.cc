@@ -100,11 +100,14 @@ void AddGdbExtensions(TableBuilder& b) {
   b.Add("orig_rax", 8, kFeatureLinux, "int", "system");
   b.Add("fs_base", 8, kFeatureSegments, "int", "general", 58).alias = "msr_c0000100";
   b.Add("gs_base", 8, kFeatureSegments, "int", "general", 59).alias = "msr_c0000101";
-  b.AddSeries("ymm", 0, 16, "h", 16, kFeatureAvx, "uint128", "vector");
+  // NOTE: no group for the ymmNh/zmmNh halves, as in gdb's own feature
+  // files: gdb shows them only through its ymm/zmm pseudo registers, and a
+  // group would list the raw halves too in `info registers vector`.
+  b.AddSeries("ymm", 0, 16, "h", 16, kFeatureAvx, "uint128", "");
   b.AddSeries("xmm", 16, 16, "", 16, kFeatureAvx512, "vec128", "vector", 67);
-  b.AddSeries("ymm", 16, 16, "h", 16, kFeatureAvx512, "uint128", "vector");
+  b.AddSeries("ymm", 16, 16, "h", 16, kFeatureAvx512, "uint128", "");
   b.AddSeries("k", 0, 8, "", 8, kFeatureAvx512, "uint64", "vector", 118);
-  b.AddSeries("zmm", 0, 32, "h", 32, kFeatureAvx512, "v2ui128", "vector");
+  b.AddSeries("zmm", 0, 32, "h", 32, kFeatureAvx512, "v2ui128", "");
   b.Add("pkru", 4, kFeaturePkeys, "uint32", "general");
 }
 
@@ -149,7 +152,7 @@ const ArchDescription& X86_64() {
   static const ArchDescription* const arch = [] {
     // Both leak on purpose: the names must outlive every static destructor
     // that might still look at the table.
-    auto* builder = new TableBuilder;
+    static TableBuilder* const builder = new TableBuilder;
     AddGdbCore(*builder);
     AddGdbExtensions(*builder);
     AddSystem(*builder);

@@ -7,5 +7,6 @@
 namespace backstep::core {
 
 FormatInfo RevenFormatInfo();
+FormatInfo TfileFormatInfo();
 
 }  // namespace backstep::core

@@ -6,7 +6,7 @@
 namespace backstep::core {
 
 std::span<const FormatInfo> Formats() {
-  static const std::vector<FormatInfo> kFormats = {RevenFormatInfo()};
+  static const std::vector<FormatInfo> kFormats = {RevenFormatInfo(), TfileFormatInfo()};
   return kFormats;
 }
 

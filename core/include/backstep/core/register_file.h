@@ -4,7 +4,7 @@
 // Storage is one contiguous byte array laid out by the ArchDescription
 // (RegisterInfo::storage_offset), values little-endian, plus a bitmap of
 // known registers. Derived registers (x86-64 st0..st7) have no storage: read
-// them with ReadDerived().
+// them with Read().
 //
 // Thread-safety: a value type; not synchronized.
 #pragma once

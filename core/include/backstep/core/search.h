@@ -60,6 +60,7 @@ struct StopEvent {
   enum class Reason : unsigned char {
     kBreakpoint,    // position = the state whose pc hit
     kWatch,         // position per the rules above; `address` inside the watch
+                    // (a tie with a breakpoint at one position reports the watch)
     kHistoryBegin,  // reached position 0 going backward
     kHistoryEnd,    // reached the last position going forward
     kFence,         // reached a fence
@@ -88,20 +89,34 @@ struct Access {
   std::vector<std::uint8_t> data;  // the bytes written or observed
 };
 
+// The queries below take addresses of `kind`. For physical traces, virtual
+// ranges are translated at `before` / `from` (current thread's page walk)
+// and Access::address is reported in the same kind (an access that starts
+// outside the asked range is mapped back linearly from the page it was
+// found in). Virtual traces refuse kPhysical (Unsupported).
+// Cost: O(log n) per page of the range plus bounded block decodes; History
+// is linear in what it returns.
+
 // Last write overlapping [address, address+length) by an event < before.
-Expected<std::optional<Access>> LastWrite(const Trace& trace, Address address, std::uint64_t length,
-                                          Position before);
+Expected<std::optional<Access>> LastWrite(const Trace& trace, Address address,
+                                          std::uint64_t length, Position before,
+                                          AddressKind kind = AddressKind::kVirtual);
 // First write overlapping the range by an event >= from.
-Expected<std::optional<Access>> NextWrite(const Trace& trace, Address address, std::uint64_t length,
-                                          Position from);
+Expected<std::optional<Access>> NextWrite(const Trace& trace, Address address,
+                                          std::uint64_t length, Position from,
+                                          AddressKind kind = AddressKind::kVirtual);
 // Same for recorded reads (InvalidArgument if the trace records none).
-Expected<std::optional<Access>> LastRead(const Trace& trace, Address address, std::uint64_t length,
-                                         Position before);
-Expected<std::optional<Access>> NextRead(const Trace& trace, Address address, std::uint64_t length,
-                                         Position from);
+Expected<std::optional<Access>> LastRead(const Trace& trace, Address address,
+                                         std::uint64_t length, Position before,
+                                         AddressKind kind = AddressKind::kVirtual);
+Expected<std::optional<Access>> NextRead(const Trace& trace, Address address,
+                                         std::uint64_t length, Position from,
+                                         AddressKind kind = AddressKind::kVirtual);
 // Accesses (writes, and reads when recorded) overlapping the range by events
-// in [from, to), oldest first, at most `max` of them.
+// in [from, to), oldest first (within one event: reads, then writes, each by
+// address), at most `max` of them. Translated at `from`.
 Expected<std::vector<Access>> History(const Trace& trace, Address address, std::uint64_t length,
-                                      Position from, Position to, std::size_t max);
+                                      Position from, Position to, std::size_t max,
+                                      AddressKind kind = AddressKind::kVirtual);
 
 }  // namespace backstep::core

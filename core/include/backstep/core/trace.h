@@ -13,7 +13,10 @@
 // Cursor is used by one thread at a time.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,7 +39,17 @@ struct OpenOptions {
   // Build the index if it is missing or stale (false: fail instead).
   bool build_index = true;
   ProgressFn progress;
+  // Index builder tuning (0 = default; see core/doc/index-format.md). The
+  // builder flushes a segment when its buffers exceed the budget (default
+  // 256 MiB); tests use tiny values to exercise segments and snapshots.
+  // Changing the block sizes does not rebuild an existing index.
+  std::uint64_t index_memory_budget = 0;
+  std::uint32_t index_block_entries = 0;    // access-list entries per block (64)
+  std::uint32_t index_snapshot_blocks = 0;  // blocks between page snapshots (64)
 };
+
+// Makes a new reader of the trace, positioned at its first event.
+using ReaderFactory = std::function<Expected<std::unique_ptr<TraceReader>>()>;
 
 struct IndexStatus {
   std::string path;         // where the index file is
@@ -49,6 +62,12 @@ class Trace {
  public:
   static Expected<std::shared_ptr<Trace>> Open(const std::string& path,
                                                const OpenOptions& options = {});
+  // Opens a trace whose readers come from `make_reader` (in-memory traces,
+  // tests). `path` is the trace file the index is located and identified by;
+  // empty: the index is built in memory and not saved.
+  static Expected<std::shared_ptr<Trace>> OpenWith(ReaderFactory make_reader,
+                                                   const std::string& path,
+                                                   const OpenOptions& options = {});
   ~Trace();
 
   const std::string& path() const { return path_; }
@@ -61,14 +80,21 @@ class Trace {
   const IndexStatus& index_status() const { return index_status_; }
   const TraceIndex& index() const { return *index_; }
 
-  // A new cursor at position 0.
+  // A new cursor at position 0, with its own reader. The Trace must outlive
+  // its cursors.
   Expected<std::unique_ptr<Cursor>> NewCursor() const;
   // A new reader of the same file (for streaming consumers: convert, export).
   Expected<std::unique_ptr<TraceReader>> NewReader() const;
+  // The initial memory image (TraceReader::ReadInitialMemory), in the
+  // trace's address space. Thread-safe (serialized).
+  void ReadInitialMemory(Address address, std::span<std::uint8_t> out,
+                         std::span<std::uint8_t> known) const;
 
  private:
   Trace() = default;
   std::string path_;
+  ReaderFactory make_reader_;
+  mutable std::mutex reader_mutex_;      // guards reader_'s initial-memory reads
   std::unique_ptr<TraceReader> reader_;  // for header() and initial memory
   std::unique_ptr<TraceIndex> index_;
   IndexStatus index_status_;

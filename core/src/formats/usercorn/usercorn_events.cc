@@ -1,0 +1,315 @@
+#include "formats/usercorn/usercorn_events.h"
+
+#include <cstring>
+
+#include "formats/usercorn/usercorn_format.h"
+#include "util/hex.h"
+
+namespace backstep::core {
+namespace {
+
+constexpr std::size_t kZeroFill = ~std::size_t{0};
+// Backs the zero fill of fresh mappings (zero-initialized, costs no file
+// space).
+const std::uint8_t kZeros[kMaxMapZeroFill] = {};
+
+std::string Range(Address address, std::uint64_t size) {
+  return HexU64(address) + "+" + HexU64(size);
+}
+
+}  // namespace
+
+ReaderPosition EncodeUsercornCursor(const UsercornCursor& c) {
+  return {c.pos.chunk << kPositionChunkShift | c.pos.offset,
+          std::uint64_t{c.frame_left} | std::uint64_t{c.pending_exit} << 32 | c.pid << 33};
+}
+
+std::optional<UsercornCursor> DecodeUsercornCursor(const ReaderPosition& p) {
+  UsercornCursor c;
+  c.pos.chunk = p.offset >> kPositionChunkShift;
+  const std::uint64_t offset = p.offset & ((std::uint64_t{1} << kPositionChunkShift) - 1);
+  if (offset > kSnappyMaxChunkData) return std::nullopt;
+  c.pos.offset = static_cast<std::uint32_t>(offset);
+  c.frame_left = static_cast<std::uint32_t>(p.aux);
+  c.pending_exit = (p.aux >> 32) & 1;
+  c.pid = p.aux >> 33;
+  if (c.pid > kMaxPid) return std::nullopt;
+  return c;
+}
+
+ThreadId UsercornThread(std::uint64_t pid) { return ThreadId(pid + 1); }
+
+UsercornEventDecoder::UsercornEventDecoder(SnappyStream* stream, const UsercornArch& arch)
+    : stream_(stream), arch_(&arch), pc_(arch.arch().pc()) {}
+
+Status UsercornEventDecoder::Corrupt(SnappyPos at, const std::string& what) const {
+  return Status::Corruption(stream_->name() + ": op stream at offset " + HexU64(at.chunk) + " +" +
+                            HexU64(at.offset) + ": " + what);
+}
+
+Status UsercornEventDecoder::CheckPid(std::uint64_t pid, SnappyPos at) const {
+  if (pid <= kMaxPid) return Status::Ok();
+  return Status::Unsupported(stream_->name() + ": op stream at offset " + HexU64(at.chunk) + " +" +
+                             HexU64(at.offset) + ": pid " + std::to_string(pid) +
+                             " is too large (backstep handles pids up to " +
+                             std::to_string(kMaxPid) + ")");
+}
+
+Expected<UsercornEventDecoder::Prologue> UsercornEventDecoder::ReadPrologue(UsercornCursor* at) {
+  UsercornCursor c = *at;
+  Prologue out;
+  out.pid = c.pid;
+  BACKSTEP_RETURN_IF_ERROR(stream_->Seek(c.pos));
+  for (;;) {
+    const UsercornCursor start{stream_->Tell(), c.frame_left, c.pid, c.pending_exit};
+    *at = start;
+    std::uint8_t type = 0;
+    Status s = stream_->Peek(&type);
+    if (s.IsOutOfRange()) return out;
+    BACKSTEP_RETURN_IF_ERROR(s);
+    const bool header = type == kOpFrame && c.frame_left == 0;
+    if (!(type == kOpNop || header || (type == kOpJmp && !out.pc))) return out;
+    s = ReadUcirOp(*stream_, &op_, &arena_, 0);
+    if (s.IsOutOfRange()) {
+      BACKSTEP_RETURN_IF_ERROR(stream_->Seek(start.pos));
+      return out;
+    }
+    BACKSTEP_RETURN_IF_ERROR(s);
+    if (header) {
+      BACKSTEP_RETURN_IF_ERROR(CheckPid(op_.pid, start.pos));
+      c.frame_left = op_.count;
+      c.pid = op_.pid;
+      continue;
+    }
+    if (type == kOpJmp) {
+      out.pc = op_.addr;
+      out.pid = c.pid;
+    }
+    if (c.frame_left > 0) --c.frame_left;
+  }
+}
+
+Expected<bool> UsercornEventDecoder::Next(UsercornCursor* at, Event* event) {
+  event->Clear();
+  if (at->pending_exit) {
+    event->thread = UsercornThread(at->pid);
+    event->kind = EventKind::kMarker;
+    event->description = "exit";
+    at->pending_exit = false;
+    return true;
+  }
+  BACKSTEP_RETURN_IF_ERROR(stream_->Seek(at->pos));  // free when already there
+  arena_.clear();
+  writes_.clear();
+  description_.clear();
+  UsercornCursor c = *at;
+  Work w;
+  w.event = event;
+  w.pid = c.pid;
+  for (;;) {
+    const UsercornCursor start{stream_->Tell(), c.frame_left, c.pid, false};
+    std::uint8_t type = 0;
+    Status s = stream_->Peek(&type);
+    if (s.ok() && w.complete && !TailAbsorbs(type, w)) {
+      *at = start;
+      break;
+    }
+    bool stop = false;
+    if (s.ok()) s = Consume(c, w, &stop);
+    if (s.IsOutOfRange() && w.complete) {  // the data ends after a complete event
+      BACKSTEP_RETURN_IF_ERROR(stream_->Seek(start.pos));
+      *at = start;
+      break;
+    }
+    if (!s.ok()) {
+      event->Clear();
+      if (s.IsOutOfRange()) return false;  // nothing completes another event
+      return s;
+    }
+    if (stop) {  // a FRAME of another process starts the next event
+      BACKSTEP_RETURN_IF_ERROR(stream_->Seek(start.pos));
+      *at = start;
+      break;
+    }
+  }
+  at->pending_exit = w.exit;
+  Finish(w);
+  return true;
+}
+
+bool UsercornEventDecoder::TailAbsorbs(std::uint8_t type, const Work& w) {
+  switch (type) {
+    case kOpJmp:
+      return !w.jmp;
+    case kOpNop:
+    case kOpFrame:
+    case kOpKeyframe:
+    case kOpMemMap:
+    case kOpMemUnmap:
+    case kOpMemProt:
+    case kOpSyscall:
+    case kOpExit:
+      return true;
+    default:  // the next instruction's ops; unknown types are the next event's error
+      return false;
+  }
+}
+
+Status UsercornEventDecoder::Consume(UsercornCursor& c, Work& w, bool* stop) {
+  const SnappyPos at = stream_->Tell();
+  BACKSTEP_RETURN_IF_ERROR(ReadUcirOp(*stream_, &op_, &arena_, kMaxEventData));
+  if (op_.type == kOpFrame || op_.type == kOpKeyframe) {
+    if (c.frame_left != 0) return Corrupt(at, UcirOpName(op_.type) + " inside a FRAME");
+    BACKSTEP_RETURN_IF_ERROR(CheckPid(op_.pid, at));
+    if (w.complete && op_.pid != w.pid) {
+      *stop = true;
+      return Status::Ok();
+    }
+    c.frame_left = op_.count;
+    c.pid = op_.pid;
+    return Status::Ok();
+  }
+  if (op_.type == kOpSyscall) {
+    BACKSTEP_RETURN_IF_ERROR(ConsumeSyscall(w, at));
+  } else {
+    BACKSTEP_RETURN_IF_ERROR(Apply(op_, c, w, /*nested=*/false, at));
+  }
+  if (c.frame_left > 0) --c.frame_left;
+  return Status::Ok();
+}
+
+Status UsercornEventDecoder::ConsumeSyscall(Work& w, SnappyPos at) {
+  std::string text = "syscall " + std::to_string(op_.num) + "(";
+  for (std::size_t i = 0; i < op_.args.size(); ++i) {
+    text += (i ? ", " : "") + HexU64(op_.args[i]);
+  }
+  text += ") = " + HexU64(op_.value);
+  Describe(text);
+  w.content = true;
+  const std::uint32_t count = op_.count;
+  UsercornCursor unused;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const SnappyPos nested_at = stream_->Tell();
+    BACKSTEP_RETURN_IF_ERROR(ReadUcirOp(*stream_, &op_, &arena_, kMaxEventData));
+    switch (op_.type) {
+      case kOpFrame:
+      case kOpKeyframe:
+      case kOpSyscall:
+      case kOpStep:
+        return Corrupt(nested_at, UcirOpName(op_.type) + " inside the SYSCALL at offset " +
+                                      HexU64(at.chunk) + " +" + HexU64(at.offset));
+      default:
+        BACKSTEP_RETURN_IF_ERROR(Apply(op_, unused, w, /*nested=*/true, nested_at));
+    }
+  }
+  return Status::Ok();
+}
+
+Status UsercornEventDecoder::Apply(const UcirOpFields& op, UsercornCursor& c, Work& w,
+                                   bool nested, SnappyPos at) {
+  switch (op.type) {
+    case kOpNop:
+      return Status::Ok();
+    case kOpExit:
+      w.exit = w.content = true;
+      return Status::Ok();
+    case kOpJmp:
+      w.rip = Rip::kSet;
+      w.rip_value = op.addr;
+      if (nested || w.complete) {
+        w.jmp = w.jmp || !nested;
+        return Status::Ok();
+      }
+      w.complete = w.jmp = w.content = true;  // completes an event of its own
+      w.pid = c.pid;
+      return Status::Ok();
+    case kOpStep:
+      if (w.rip == Rip::kNone) w.rip = Rip::kAdd;
+      w.rip_value += op.size;
+      w.complete = w.content = true;
+      w.pid = c.pid;
+      return Status::Ok();
+    case kOpReg: {
+      std::uint8_t value[8];
+      for (int i = 0; i < 8; ++i) value[i] = static_cast<std::uint8_t>(op.value >> (8 * i));
+      w.content = true;
+      // A u64 cannot fill a wider register (xmm): only SPREG sets those.
+      const RegisterId id = arch_->Find(op.reg);
+      if (id != kNoRegister && arch_->arch().info(id).size <= 8) ApplyRegister(op.reg, value, w);
+      return Status::Ok();
+    }
+    case kOpSpReg: {
+      w.content = true;
+      const RegisterId id = arch_->Find(op.reg);
+      if (id != kNoRegister && arch_->arch().info(id).size != op.size) {
+        return Corrupt(at, "SPREG of " + std::string(arch_->arch().info(id).name) + " holds " +
+                               std::to_string(op.size) + " bytes, the register has " +
+                               std::to_string(arch_->arch().info(id).size));
+      }
+      ApplyRegister(op.reg, std::span<const std::uint8_t>(arena_.data() + op.data, op.size), w);
+      return Status::Ok();
+    }
+    case kOpMemRead:  // no value: nothing to report (records_reads is false)
+      w.content = true;
+      return Status::Ok();
+    case kOpMemWrite:
+      w.content = true;
+      if (op.size > 0) writes_.push_back({op.addr, op.data, op.size});
+      return Status::Ok();
+    case kOpMemMap: {
+      w.content = true;
+      std::string text = "map " + Range(op.addr, op.size) + " " + UcirProtString(op.prot);
+      if (!op.desc.empty()) text += " " + op.desc;
+      if (!op.file.empty()) text += " " + op.file + "@" + HexU64(op.file_offset);
+      const bool fill = op.size > 0 && op.size <= kMaxMapZeroFill && op.size - 1 <= ~op.addr;
+      if (fill) writes_.push_back({op.addr, kZeroFill, op.size});
+      Describe(fill ? text : text + " (not zero-filled)");
+      return Status::Ok();
+    }
+    case kOpMemUnmap:
+      w.content = true;
+      Describe("unmap " + Range(op.addr, op.size));
+      return Status::Ok();
+    case kOpMemProt:
+      w.content = true;
+      Describe("protect " + Range(op.addr, op.size) + " " + UcirProtString(op.prot));
+      return Status::Ok();
+    default:  // FRAME, KEYFRAME, SYSCALL are handled by the callers
+      return Corrupt(at, "unexpected " + UcirOpName(op.type));
+  }
+}
+
+void UsercornEventDecoder::ApplyRegister(std::uint16_t unicorn,
+                                         std::span<const std::uint8_t> value, Work& w) {
+  const RegisterId id = arch_->Find(unicorn);
+  if (id == kNoRegister) return;  // not carried (or the pc's enum): ignored
+  RegisterWrite& r = w.event->registers.emplace_back();
+  r.reg = id;
+  r.op = RegisterOp::kSet;
+  const std::size_t n = std::min<std::size_t>(value.size(), arch_->arch().info(id).size);
+  std::memcpy(r.value, value.data(), n);
+}
+
+void UsercornEventDecoder::Describe(const std::string& text) {
+  if (!description_.empty()) description_ += "; ";
+  description_ += text;
+}
+
+void UsercornEventDecoder::Finish(const Work& w) {
+  Event& e = *w.event;
+  e.thread = UsercornThread(w.pid);
+  e.kind = EventKind::kInstruction;
+  if (w.rip != Rip::kNone) {
+    RegisterWrite& r = e.registers.emplace_back();
+    r.reg = pc_;
+    r.op = w.rip == Rip::kSet ? RegisterOp::kSet : RegisterOp::kAdd;
+    for (int i = 0; i < 8; ++i) r.value[i] = static_cast<std::uint8_t>(w.rip_value >> (8 * i));
+  }
+  for (const PendingWrite& p : writes_) {
+    const std::uint8_t* data = p.offset == kZeroFill ? kZeros : arena_.data() + p.offset;
+    e.writes.push_back({p.address, std::span<const std::uint8_t>(data, p.size)});
+  }
+  e.description = description_;
+}
+
+}  // namespace backstep::core

@@ -1,0 +1,66 @@
+#include "formats/usercorn/usercorn_registers.h"
+
+#include <algorithm>
+#include <cassert>
+#include <string>
+
+namespace backstep::core {
+namespace {
+
+// Unicorn x86 enum (unicorn/bindings/go/unicorn/x86_const.go), formats.md
+// §2.4. Tracked entries first, in the order usercorn's keyframe sends them:
+// names without digits alphabetically, then r8..r15.
+constexpr UnicornRegister kX86_64[] = {
+    {35, "rax", true},      {36, "rbp", true},      {37, "rbx", true},    {38, "rcx", true},
+    {39, "rdi", true},      {40, "rdx", true},      {43, "rsi", true},    {44, "rsp", true},
+    {106, "r8", true},      {107, "r9", true},      {108, "r10", true},   {109, "r11", true},
+    {110, "r12", true},     {111, "r13", true},     {112, "r14", true},   {113, "r15", true},
+    {25, "eflags", false},  {253, "eflags", false},  // UC_X86_REG_EFLAGS, _RFLAGS
+    {11, "cs", false},      {49, "ss", false},      {17, "ds", false},    {28, "es", false},
+    {32, "fs", false},      {33, "gs", false},      {250, "fs_base", false},
+    {251, "gs_base", false}, {122, "xmm0", false},  {123, "xmm1", false}, {124, "xmm2", false},
+    {125, "xmm3", false},   {126, "xmm4", false},   {127, "xmm5", false}, {128, "xmm6", false},
+    {129, "xmm7", false},   {130, "xmm8", false},   {131, "xmm9", false}, {132, "xmm10", false},
+    {133, "xmm11", false},  {134, "xmm12", false},  {135, "xmm13", false},
+    {136, "xmm14", false},  {137, "xmm15", false},
+};
+constexpr std::uint16_t kX86_64Pc = 41;  // UC_X86_REG_RIP
+
+// Architecture strings usercorn writes that have no table yet.
+constexpr std::string_view kKnownUnsupported[] = {"x86", "arm", "arm64", "mips", "sparc", "m68k"};
+
+}  // namespace
+
+UsercornArch::UsercornArch(std::string_view name, const ArchDescription& arch,
+                           std::uint16_t pc_enum, std::span<const UnicornRegister> table)
+    : name_(name), arch_(&arch), pc_enum_(pc_enum) {
+  by_register_.assign(arch.register_count(), kNoUnicornRegister);
+  for (const UnicornRegister& r : table) {
+    const std::optional<RegisterId> id = arch.Find(r.name);
+    assert(id.has_value() && "usercorn register table names an unknown register");
+    if (!id) continue;
+    if (r.unicorn >= by_enum_.size()) by_enum_.resize(r.unicorn + 1u, kNoRegister);
+    by_enum_[r.unicorn] = *id;
+    if (by_register_[*id] == kNoUnicornRegister) by_register_[*id] = r.unicorn;
+    if (r.tracked) tracked_.push_back(*id);
+  }
+}
+
+bool UsercornArch::IsTracked(RegisterId id) const {
+  return std::find(tracked_.begin(), tracked_.end(), id) != tracked_.end();
+}
+
+const UsercornArch& UsercornX86_64() {
+  static const UsercornArch arch("x86_64", X86_64(), kX86_64Pc, kX86_64);
+  return arch;
+}
+
+Expected<const UsercornArch*> FindUsercornArch(std::string_view name) {
+  if (name == "x86_64") return &UsercornX86_64();
+  const bool known = std::find(std::begin(kKnownUnsupported), std::end(kKnownUnsupported), name) !=
+                     std::end(kKnownUnsupported);
+  return Status::Unsupported("architecture '" + std::string(name) + "' is not supported" +
+                             (known ? " yet" : "") + " (backstep reads x86_64 usercorn traces)");
+}
+
+}  // namespace backstep::core

@@ -1,0 +1,168 @@
+#include "index/access_list_builder.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace backstep::core {
+
+AccessListBuilder::AccessListBuilder(std::uint32_t block_entries, std::uint32_t snapshot_blocks,
+                                     bool snapshots, std::span<const std::uint8_t> trace_bytes)
+    : block_entries_(block_entries),
+      snapshot_blocks_(snapshot_blocks),
+      snapshots_(snapshots),
+      trace_bytes_(trace_bytes) {}
+
+void AccessListBuilder::ClearMemory(std::uint64_t event) {
+  ++epoch_;
+  last_clear_ = event;
+}
+
+void AccessListBuilder::ApplyToState(PageState& state, std::uint32_t offset,
+                                     std::span<const std::uint8_t> data) {
+  if (state.epoch != epoch_) {
+    std::memset(state.known, 0, sizeof(state.known));
+    state.epoch = epoch_;
+  }
+  std::memcpy(state.values + offset, data.data(), data.size());
+  std::memset(state.known + offset, 1, data.size());
+}
+
+// The page's write-state from its buffered entries (a page's first snapshot).
+void AccessListBuilder::Rebuild(Page& page, PageState& state) const {
+  std::memset(state.known, 0, sizeof(state.known));
+  state.epoch = epoch_;
+  for (const BlockRecord& block : page.blocks) {
+    EntryDecoder decoder(page.data.data() + block.data_offset, block.first_event);
+    for (std::uint32_t i = 0; i < block.entry_count; ++i) {
+      const AccessEntry e = decoder.Next();
+      if (epoch_ > 0 && e.event < last_clear_) continue;
+      const std::uint8_t* data = e.ref ? trace_bytes_.data() + e.ref_offset : e.data;
+      std::memcpy(state.values + e.offset, data, e.length);
+      std::memset(state.known + e.offset, 1, e.length);
+    }
+  }
+}
+
+void AccessListBuilder::TakeSnapshot(Page& page) {
+  if (!page.state) {
+    page.state = std::make_unique<PageState>();
+    Rebuild(page, *page.state);
+    memory_bytes_ += sizeof(PageState);
+  }
+  PageState& state = *page.state;
+  if (state.epoch != epoch_) {
+    std::memset(state.known, 0, sizeof(state.known));
+    state.epoch = epoch_;
+  }
+  page.snapshots.push_back({page.blocks.size(), page.snapshot_data.size()});
+  const std::size_t base = page.snapshot_data.size();
+  page.snapshot_data.resize(base + kSnapshotSize);
+  std::uint8_t* mask = page.snapshot_data.data() + base;
+  std::uint8_t* values = mask + kPageSize / 8;
+  for (std::uint32_t i = 0; i < kPageSize; ++i) {
+    if (state.known[i]) {
+      mask[i / 8] |= std::uint8_t(1u << (i % 8));
+      values[i] = state.values[i];
+    }
+  }
+  memory_bytes_ += kSnapshotSize + sizeof(SnapshotRecord);
+}
+
+void AccessListBuilder::OpenBlock(Page& page, std::uint64_t event) {
+  if (snapshots_ && !page.blocks.empty() && page.blocks.size() % snapshot_blocks_ == 0) {
+    TakeSnapshot(page);
+  }
+  page.blocks.push_back({event, 0, page.data.size(), 0, 0});
+  page.last_event = event;
+  page.last_ref = 0;
+  memory_bytes_ += sizeof(BlockRecord);
+}
+
+void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std::uint32_t offset,
+                            std::span<const std::uint8_t> data,
+                            std::optional<std::uint64_t> ref_offset, std::uint64_t piece_offset,
+                            std::uint64_t access_length) {
+  // Consecutive accesses usually hit the same page: skip the hash lookup.
+  if (!last_page_ || last_page_number_ != page_number) {
+    auto [it, inserted] = pages_.try_emplace(page_number);
+    if (inserted) memory_bytes_ += 96;
+    last_page_ = &it->second;
+    last_page_number_ = page_number;
+  }
+  Page& page = *last_page_;
+  if (page.blocks.empty() || page.blocks.back().entry_count == block_entries_) {
+    OpenBlock(page, event);
+  }
+  BlockRecord& block = page.blocks.back();
+  const std::uint32_t length = static_cast<std::uint32_t>(data.size());
+  const bool split = piece_offset != 0 || access_length != length;
+  std::uint32_t code = 0;  // extended
+  if (!split && ref_offset) {
+    for (std::uint32_t k = 0; k < 4; ++k) {
+      if (length == kRefLengths[k]) code = kMaxInlineCode + 1 + k;
+    }
+  } else if (!split && length <= kMaxInlineCode) {
+    code = length;
+  }
+  std::uint8_t head[kMaxEntryBytes];
+  std::uint8_t* p = head;
+  PutVarint(event - page.last_event, p);
+  const auto h = static_cast<std::uint16_t>(offset | code << 12);
+  std::memcpy(p, &h, 2);
+  p += 2;
+  if (code == 0) {
+    PutVarint(std::uint64_t(length) << 2 | (ref_offset ? kEntryRef : 0) | (split ? kEntrySplit : 0),
+              p);
+    if (split) {
+      PutVarint(piece_offset, p);
+      PutVarint(access_length, p);
+    }
+  }
+  if (ref_offset) {
+    PutVarint(ZigZag(static_cast<std::int64_t>(*ref_offset - page.last_ref)), p);
+    page.last_ref = *ref_offset;
+  }
+  const std::size_t before = page.data.size();
+  page.data.insert(page.data.end(), head, p);
+  if (!ref_offset) page.data.insert(page.data.end(), data.begin(), data.end());
+  memory_bytes_ += page.data.size() - before;
+  block.data_size += static_cast<std::uint32_t>(page.data.size() - before);
+  block.line_mask |= LineMask(offset, length);
+  ++block.entry_count;
+  page.last_event = event;
+  if (page.state) ApplyToState(*page.state, offset, data);
+}
+
+ListRecord AccessListBuilder::Flush(IndexSink& sink) {
+  std::vector<std::uint64_t> order;
+  order.reserve(pages_.size());
+  for (const auto& [number, page] : pages_) order.push_back(number);
+  std::sort(order.begin(), order.end());
+  std::vector<PageRecord> records;
+  records.reserve(order.size());
+  for (std::uint64_t number : order) {
+    Page& page = pages_.at(number);
+    const std::uint64_t data_base = sink.size();
+    sink.Write(page.data);
+    sink.Pad8();
+    const std::uint64_t snapshot_base = sink.size();
+    sink.Write(page.snapshot_data);
+    for (BlockRecord& b : page.blocks) b.data_offset += data_base;
+    for (SnapshotRecord& s : page.snapshots) s.data_offset += snapshot_base;
+    PageRecord rec{number, sink.size(), static_cast<std::uint32_t>(page.blocks.size()),
+                   static_cast<std::uint32_t>(page.snapshots.size()), 0};
+    sink.WriteRecords<BlockRecord>(page.blocks);
+    rec.snapshots_offset = sink.size();
+    sink.WriteRecords<SnapshotRecord>(page.snapshots);
+    records.push_back(rec);
+    page = Page();  // release memory as we go
+  }
+  ListRecord list{sink.size(), records.size()};
+  sink.WriteRecords<PageRecord>(records);
+  pages_.clear();
+  last_page_ = nullptr;
+  memory_bytes_ = 0;
+  return list;
+}
+
+}  // namespace backstep::core

@@ -1,0 +1,275 @@
+// Byte layout of a backstep index file (`<trace>.bsidx`): constants, the
+// fixed-size records, and the varint / entry codecs shared by the builder and
+// the reader. core/doc/index-format.md explains the layout and its reasons.
+//
+// Every integer is little-endian. Fixed-size records are 8-byte aligned in
+// the file and read with memcpy (no alignment assumptions, no UB).
+//
+// Thread-safety: constants and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <type_traits>
+
+namespace backstep::core {
+
+inline constexpr char kIndexMagic[8] = {'B', 'S', 'I', 'N', 'D', 'E', 'X', '\n'};
+inline constexpr char kFooterMagic[8] = {'B', 'S', 'I', 'D', 'X', 'E', 'N', 'D'};
+// Bump on any change of layout or meaning; a different version is rebuilt.
+inline constexpr std::uint32_t kIndexVersion = 2;
+
+inline constexpr std::uint64_t kPageBits = 12;
+inline constexpr std::uint64_t kPageSize = 1u << kPageBits;
+inline constexpr std::uint64_t kNoEvent = ~std::uint64_t(0);
+inline constexpr std::uint32_t kPostingsPerBlock = 128;
+// Defaults of the access lists (the file records the values used).
+inline constexpr std::uint32_t kDefaultBlockEntries = 64;
+inline constexpr std::uint32_t kDefaultSnapshotBlocks = 64;
+// Accessed bytes at least this long are referenced by trace-file offset
+// (a delta of 1-3 bytes) when the reader's span lies inside the trace file.
+inline constexpr std::uint32_t kMinReferencedLength = 4;
+
+template <class T>
+T LoadRecord(const std::uint8_t* p) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+// File header, at offset 0 (kHeaderSize bytes).
+struct IndexHeader {
+  char magic[8];
+  std::uint32_t version;
+  std::uint32_t header_size;
+  std::uint64_t trace_size;
+  std::int64_t trace_mtime_ns;
+  std::uint64_t trace_hash;  // first and last 64 KiB of the trace
+  std::uint64_t keyframe_interval;
+  char format[32];  // registry name, zero-padded
+  std::uint64_t arch_signature;  // ArchSignature(): register layout of the records
+  std::uint64_t reserved[3];
+};
+inline constexpr std::uint64_t kHeaderSize = sizeof(IndexHeader);
+static_assert(kHeaderSize == 112);
+
+// File footer, the last kFooterSize bytes. checksum covers [0, footer).
+struct IndexFooter {
+  std::uint64_t directory_offset;
+  std::uint64_t directory_size;
+  std::uint64_t file_size;
+  std::uint64_t checksum;
+  char magic[8];
+};
+inline constexpr std::uint64_t kFooterSize = sizeof(IndexFooter);
+static_assert(kFooterSize == 40);
+
+// Start of the directory; arrays follow in this order.
+struct IndexDirectory {
+  std::uint64_t event_count;
+  std::uint64_t thread_count;
+  std::uint64_t run_count;
+  std::uint64_t keyframe_count;
+  std::uint64_t memory_clear_count;
+  std::uint64_t register_clear_count;
+  std::uint64_t segment_count;
+  std::uint64_t register_storage_size;  // RegisterFile raw_storage() bytes
+  std::uint64_t register_known_words;   // RegisterFile raw_known() words
+  std::uint64_t flags;                  // kDirPhysical, kDirRecordsReads
+  std::uint32_t block_entries;          // access-list entries per block
+  std::uint32_t snapshot_blocks;        // blocks between page snapshots
+  std::uint64_t reserved[3];
+};
+inline constexpr std::uint64_t kDirPhysical = 1, kDirRecordsReads = 2;
+
+struct ThreadRecord {
+  std::uint64_t tid;
+  std::uint64_t first_event;     // kNoEvent: executes no event
+  std::uint64_t initial_record;  // register record at position 0
+  std::uint64_t flags;           // 1: has initial registers
+  std::uint64_t runs_offset;     // run_count x u64: indices of the thread's runs
+  std::uint64_t run_count;
+};
+inline constexpr std::uint64_t Align8(std::uint64_t n) { return (n + 7) & ~std::uint64_t(7); }
+// A register record starts with this header.
+//   kind 0 (full): storage bytes (RegisterFile::raw_storage()), zero padding
+//     to 8, known words (raw_known()); count = prev = 0.
+//   kind 1 (delta from record `prev` of the same thread): count x u16
+//     register ids, count x u8 known flags, then the values of the known
+//     ones (info(id).size bytes each), zero padding to 8.
+// A delta chain has at most kMaxDeltaChain deltas before a full record.
+struct RegisterRecordHeader {
+  std::uint32_t kind;
+  std::uint32_t count;
+  std::uint64_t prev;
+};
+inline constexpr std::uint32_t kFullRecord = 0, kDeltaRecord = 1;
+inline constexpr std::uint32_t kMaxDeltaChain = 15;
+struct RunRecord {  // events [first_event, next run's first_event) run on thread
+  std::uint64_t first_event;
+  std::uint64_t thread_index;
+};
+struct KeyframeRecord {  // state at position k * keyframe_interval
+  std::uint64_t reader_offset;
+  std::uint64_t reader_aux;
+  std::uint64_t refs_offset;  // ref_count x RefRecord
+  std::uint64_t ref_count;
+};
+struct RefRecord {
+  std::uint64_t thread_index;
+  std::uint64_t record_offset;  // register record: storage, then known words
+};
+struct RegisterClearRecord {
+  std::uint64_t event;
+  std::uint64_t thread_index;
+};
+// The three access lists of a segment.
+enum AccessListKind : int { kWriteList = 0, kReadList = 1, kInferredList = 2, kAccessListCount = 3 };
+struct ListRecord {
+  std::uint64_t pages_offset;  // page_count x PageRecord, sorted by page
+  std::uint64_t page_count;
+};
+struct SegmentRecord {  // everything about events [first_event, end_event)
+  std::uint64_t first_event;
+  std::uint64_t end_event;
+  std::uint64_t pcs_offset;  // pc_count x PcRecord, sorted by pc
+  std::uint64_t pc_count;
+  ListRecord lists[kAccessListCount];
+};
+struct PcRecord {
+  std::uint64_t pc;
+  std::uint64_t count;
+  std::uint64_t skips_offset;  // ceil(count / kPostingsPerBlock) x SkipRecord
+  std::uint64_t data_offset;   // varint deltas
+};
+struct SkipRecord {
+  std::uint64_t first_event;  // first posting of the block
+  std::uint64_t data_rel;     // deltas of the block's other postings, from data_offset
+};
+struct PageRecord {
+  std::uint64_t page;  // address >> kPageBits
+  std::uint64_t blocks_offset;
+  std::uint32_t block_count;
+  std::uint32_t snapshot_count;
+  std::uint64_t snapshots_offset;  // snapshot_count x SnapshotRecord
+};
+struct BlockRecord {
+  std::uint64_t first_event;
+  std::uint64_t line_mask;  // bit i: an entry touches bytes [64i, 64i+64)
+  std::uint64_t data_offset;
+  std::uint32_t entry_count;
+  std::uint32_t data_size;
+};
+// Page write-state before block `block_index`: kPageSize/8 mask bytes then
+// kPageSize value bytes, of the writes in this segment since the last clear.
+struct SnapshotRecord {
+  std::uint64_t block_index;
+  std::uint64_t data_offset;
+};
+inline constexpr std::uint64_t kSnapshotSize = kPageSize + kPageSize / 8;
+
+static_assert(sizeof(IndexDirectory) == 112 && sizeof(SegmentRecord) == 80 &&
+              sizeof(PcRecord) == 32 && sizeof(PageRecord) == 32 && sizeof(BlockRecord) == 32);
+
+// --- varints (LEB128) ---
+inline void PutVarint(std::uint64_t v, std::uint8_t*& out) {
+  while (v >= 0x80) {
+    *out++ = static_cast<std::uint8_t>(v | 0x80);
+    v >>= 7;
+  }
+  *out++ = static_cast<std::uint8_t>(v);
+}
+inline std::uint64_t GetVarint(const std::uint8_t*& in) {
+  std::uint64_t v = 0;
+  for (int shift = 0;; shift += 7) {
+    const std::uint8_t b = *in++;
+    v |= std::uint64_t(b & 0x7f) << shift;
+    if (!(b & 0x80) || shift >= 63) return v;
+  }
+}
+
+// --- access-list entries ---
+// An entry: varint(event - previous event; the block's first entry is
+// relative to BlockRecord::first_event), u16 head = offset in page (bits
+// 0..11) | code (bits 12..15), then:
+//   code 1..11: `code` data bytes;
+//   code 12..15: data of 4, 8, 16, 32 bytes referenced in the trace file:
+//     zigzag varint(trace offset - previous referenced offset of the block);
+//   code 0 (extended): varint(length << 2 | kEntryRef | kEntrySplit), for
+//     kEntrySplit varint(piece offset in the access) and varint(access
+//     length), then the data or (kEntryRef) the zigzag offset delta.
+inline constexpr std::uint64_t kEntryRef = 1, kEntrySplit = 2;
+inline constexpr std::uint64_t kMaxEntryBytes = 2 + 5 * 10;  // without data
+inline constexpr std::uint32_t kMaxInlineCode = 11;
+inline constexpr std::uint32_t kRefLengths[4] = {4, 8, 16, 32};
+
+inline std::uint64_t ZigZag(std::int64_t v) {
+  return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);
+}
+inline std::int64_t UnZigZag(std::uint64_t v) {
+  return static_cast<std::int64_t>(v >> 1) ^ -static_cast<std::int64_t>(v & 1);
+}
+
+struct AccessEntry {
+  std::uint64_t event = 0;
+  std::uint32_t offset = 0;  // in the page
+  std::uint32_t length = 0;
+  bool ref = false;
+  std::uint64_t piece_offset = 0;      // offset of this piece in the whole access
+  std::uint64_t access_length = 0;     // length of the whole access
+  const std::uint8_t* data = nullptr;  // inline bytes (null when ref)
+  std::uint64_t ref_offset = 0;        // trace-file offset when ref
+};
+
+// Decodes the entries of one block in order.
+class EntryDecoder {
+ public:
+  EntryDecoder(const std::uint8_t* in, std::uint64_t first_event)
+      : in_(in), event_(first_event) {}
+  AccessEntry Next() {
+    AccessEntry e;
+    e.event = event_ += GetVarint(in_);
+    const std::uint16_t head = LoadRecord<std::uint16_t>(in_);
+    in_ += 2;
+    e.offset = head & 0xfff;
+    const std::uint32_t code = head >> 12;
+    if (code == 0) {
+      const std::uint64_t x = GetVarint(in_);
+      e.length = static_cast<std::uint32_t>(x >> 2);
+      e.ref = x & kEntryRef;
+      if (x & kEntrySplit) {
+        e.piece_offset = GetVarint(in_);
+        e.access_length = GetVarint(in_);
+      } else {
+        e.access_length = e.length;
+      }
+    } else {
+      e.ref = code > kMaxInlineCode;
+      e.length = e.ref ? kRefLengths[code - kMaxInlineCode - 1] : code;
+      e.access_length = e.length;
+    }
+    if (e.ref) {
+      e.ref_offset = ref_ += static_cast<std::uint64_t>(UnZigZag(GetVarint(in_)));
+    } else {
+      e.data = in_;
+      in_ += e.length;
+    }
+    return e;
+  }
+
+ private:
+  const std::uint8_t* in_;
+  std::uint64_t event_;
+  std::uint64_t ref_ = 0;
+};
+
+// Line mask of bytes [offset, offset + length) of a page.
+inline std::uint64_t LineMask(std::uint32_t offset, std::uint32_t length) {
+  const std::uint32_t first = offset / 64, last = (offset + length - 1) / 64;
+  const std::uint64_t hi = last >= 63 ? ~std::uint64_t(0) : (std::uint64_t(2) << last) - 1;
+  return hi & ~((std::uint64_t(1) << first) - 1);
+}
+
+}  // namespace backstep::core

@@ -1,0 +1,298 @@
+// Access-list queries of TraceIndex. A page's entries in a segment are
+// blocks of encoded entries with a directory of BlockRecords (first event,
+// line mask); lookups binary-search the pages, then the blocks, and decode
+// whole blocks. Line masks let scans skip blocks that touch none of the
+// asked lines; write-state queries start from the latest page snapshot, so
+// they decode at most snapshot_blocks blocks per segment.
+#include <algorithm>
+#include <cstring>
+
+#include "index/trace_index.h"
+
+namespace backstep::core {
+namespace {
+
+struct Blocks {
+  const std::uint8_t* base;
+  std::uint64_t count;
+  BlockRecord at(std::uint64_t i) const {
+    return LoadRecord<BlockRecord>(base + i * sizeof(BlockRecord));
+  }
+  // Number of blocks whose first event satisfies pred (a prefix).
+  template <class Pred>
+  std::uint64_t Count(Pred&& pred) const {
+    std::uint64_t lo = 0, hi = count;
+    while (lo < hi) {
+      const std::uint64_t mid = lo + (hi - lo) / 2;
+      if (pred(LoadRecord<std::uint64_t>(base + mid * sizeof(BlockRecord)))) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  }
+};
+
+bool Overlaps(const AccessEntry& e, std::uint32_t o1, std::uint32_t o2) {
+  return e.offset < o2 && o1 < e.offset + e.length;
+}
+
+constexpr std::uint8_t kZeros[kPageSize] = {};
+
+}  // namespace
+
+std::optional<PageRecord> TraceIndex::FindPage(const SegmentRecord& seg, AccessListKind list,
+                                               std::uint64_t page) const {
+  const std::uint8_t* base = bytes_.data() + seg.lists[list].pages_offset;
+  std::uint64_t lo = 0, hi = seg.lists[list].page_count;
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    if (LoadRecord<std::uint64_t>(base + mid * sizeof(PageRecord)) < page) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (lo == seg.lists[list].page_count) return std::nullopt;
+  const auto rec = LoadRecord<PageRecord>(base + lo * sizeof(PageRecord));
+  if (rec.page != page) return std::nullopt;
+  return rec;
+}
+
+const std::uint8_t* TraceIndex::EntryData(const AccessEntry& e) const {
+  if (!e.ref) return e.data;
+  // The identity check makes this the file the index was built from; stay
+  // in bounds anyway.
+  if (e.ref_offset > trace_bytes_.size() || e.length > trace_bytes_.size() - e.ref_offset) {
+    return kZeros;
+  }
+  return trace_bytes_.data() + e.ref_offset;
+}
+
+Expected<std::optional<AccessHit>> TraceIndex::NextAccess(
+    AccessListKind list, Address lo, Address hi, std::uint64_t from,
+    const std::atomic<bool>* interrupt) const {
+  const std::uint64_t page = lo >> kPageBits;
+  const auto o1 = static_cast<std::uint32_t>(lo & (kPageSize - 1));
+  const auto o2 = static_cast<std::uint32_t>(o1 + (hi - lo));
+  const std::uint64_t mask = LineMask(o1, o2 - o1);
+  std::uint64_t scanned = 0;
+  for (std::uint64_t s = SegmentIndexOf(from); s < dir_.segment_count; ++s) {
+    const SegmentRecord seg = segment(s);
+    if (seg.end_event <= from) continue;
+    const auto rec = FindPage(seg, list, page);
+    if (!rec) continue;
+    const Blocks blocks{bytes_.data() + rec->blocks_offset, rec->block_count};
+    std::uint64_t b = blocks.Count([&](std::uint64_t first) { return first < from; });
+    for (b = b > 0 ? b - 1 : 0; b < blocks.count; ++b) {
+      if ((++scanned & 1023) == 0 && interrupt && interrupt->load(std::memory_order_relaxed)) {
+        return Status::Interrupted("search interrupted");
+      }
+      const BlockRecord block = blocks.at(b);
+      if (!(block.line_mask & mask)) continue;
+      EntryDecoder decoder(bytes_.data() + block.data_offset, block.first_event);
+      for (std::uint32_t j = 0; j < block.entry_count; ++j) {
+        const AccessEntry e = decoder.Next();
+        if (e.event >= from && Overlaps(e, o1, o2)) {
+          return std::optional<AccessHit>(AccessHit{e, page, EntryData(e)});
+        }
+      }
+    }
+  }
+  return std::optional<AccessHit>();
+}
+
+Expected<std::optional<AccessHit>> TraceIndex::PrevAccess(
+    AccessListKind list, Address lo, Address hi, std::uint64_t before,
+    const std::atomic<bool>* interrupt) const {
+  if (before == 0 || dir_.segment_count == 0) return std::optional<AccessHit>();
+  const std::uint64_t page = lo >> kPageBits;
+  const auto o1 = static_cast<std::uint32_t>(lo & (kPageSize - 1));
+  const auto o2 = static_cast<std::uint32_t>(o1 + (hi - lo));
+  const std::uint64_t mask = LineMask(o1, o2 - o1);
+  std::uint64_t scanned = 0;
+  for (std::uint64_t s = SegmentIndexOf(before - 1) + 1; s-- > 0;) {
+    const auto rec = FindPage(segment(s), list, page);
+    if (!rec) continue;
+    const Blocks blocks{bytes_.data() + rec->blocks_offset, rec->block_count};
+    for (std::uint64_t b = blocks.Count([&](std::uint64_t first) { return first < before; });
+         b-- > 0;) {
+      if ((++scanned & 1023) == 0 && interrupt && interrupt->load(std::memory_order_relaxed)) {
+        return Status::Interrupted("search interrupted");
+      }
+      const BlockRecord block = blocks.at(b);
+      if (!(block.line_mask & mask)) continue;
+      EntryDecoder decoder(bytes_.data() + block.data_offset, block.first_event);
+      std::optional<AccessHit> best;
+      for (std::uint32_t j = 0; j < block.entry_count; ++j) {
+        const AccessEntry e = decoder.Next();
+        if (e.event >= before) break;
+        if (Overlaps(e, o1, o2)) best = AccessHit{e, page, EntryData(e)};
+      }
+      if (best) return best;
+    }
+  }
+  return std::optional<AccessHit>();
+}
+
+void TraceIndex::ScanAccesses(AccessListKind list, Address lo, Address hi, std::uint64_t from,
+                              std::uint64_t to,
+                              const std::function<bool(const AccessHit&)>& fn) const {
+  const std::uint64_t page = lo >> kPageBits;
+  const auto o1 = static_cast<std::uint32_t>(lo & (kPageSize - 1));
+  const auto o2 = static_cast<std::uint32_t>(o1 + (hi - lo));
+  const std::uint64_t mask = LineMask(o1, o2 - o1);
+  for (std::uint64_t s = SegmentIndexOf(from); s < dir_.segment_count; ++s) {
+    const SegmentRecord seg = segment(s);
+    if (seg.first_event >= to) return;
+    if (seg.end_event <= from) continue;
+    const auto rec = FindPage(seg, list, page);
+    if (!rec) continue;
+    const Blocks blocks{bytes_.data() + rec->blocks_offset, rec->block_count};
+    std::uint64_t b = blocks.Count([&](std::uint64_t first) { return first < from; });
+    for (b = b > 0 ? b - 1 : 0; b < blocks.count; ++b) {
+      const BlockRecord block = blocks.at(b);
+      if (block.first_event >= to) return;
+      if (!(block.line_mask & mask)) continue;
+      EntryDecoder decoder(bytes_.data() + block.data_offset, block.first_event);
+      for (std::uint32_t j = 0; j < block.entry_count; ++j) {
+        const AccessEntry e = decoder.Next();
+        if (e.event >= to) return;
+        if (e.event < from || !Overlaps(e, o1, o2)) continue;
+        if (!fn(AccessHit{e, page, EntryData(e)})) return;
+      }
+    }
+  }
+}
+
+std::optional<AccessHit> TraceIndex::FindPiece(AccessListKind list, std::uint64_t page,
+                                               std::uint64_t event,
+                                               std::uint64_t piece_offset) const {
+  if (dir_.segment_count == 0) return std::nullopt;
+  const auto rec = FindPage(segment(SegmentIndexOf(event)), list, page);
+  if (!rec) return std::nullopt;
+  const Blocks blocks{bytes_.data() + rec->blocks_offset, rec->block_count};
+  std::uint64_t b = blocks.Count([&](std::uint64_t first) { return first < event; });
+  for (b = b > 0 ? b - 1 : 0; b < blocks.count; ++b) {
+    const BlockRecord block = blocks.at(b);
+    if (block.first_event > event) break;
+    EntryDecoder decoder(bytes_.data() + block.data_offset, block.first_event);
+    for (std::uint32_t j = 0; j < block.entry_count; ++j) {
+      const AccessEntry e = decoder.Next();
+      if (e.event > event) return std::nullopt;
+      if (e.event == event && e.piece_offset == piece_offset) {
+        return AccessHit{e, page, EntryData(e)};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::uint64_t p,
+                            std::uint8_t* values, std::uint8_t* known) const {
+  if (p == 0 || dir_.segment_count == 0) return;
+  const std::uint64_t page = lo >> kPageBits;
+  const auto o1 = static_cast<std::uint32_t>(lo & (kPageSize - 1));
+  const auto o2 = static_cast<std::uint32_t>(o1 + (hi - lo));
+  const std::uint64_t mask = LineMask(o1, o2 - o1);
+  std::uint64_t remaining = 0;
+  for (std::uint32_t i = 0; i < o2 - o1; ++i) remaining += !known[i];
+  std::uint8_t seg_values[kPageSize], seg_known[kPageSize];
+  for (std::uint64_t s = SegmentIndexOf(p - 1) + 1; remaining > 0 && s-- > 0;) {
+    const SegmentRecord seg = segment(s);
+    if (seg.end_event <= lower) break;
+    const auto rec = FindPage(seg, kWriteList, page);
+    if (!rec) continue;
+    const Blocks blocks{bytes_.data() + rec->blocks_offset, rec->block_count};
+    const std::uint64_t end = blocks.Count([&](std::uint64_t first) { return first < p; });
+    if (end == 0) continue;
+    std::memset(seg_known + o1, 0, o2 - o1);
+    // The latest snapshot before `end` whose block starts after the clear.
+    const std::uint8_t* snaps = bytes_.data() + rec->snapshots_offset;
+    std::uint64_t n = 0;
+    for (std::uint64_t lo_s = 0, hi_s = rec->snapshot_count; lo_s < hi_s;) {
+      const std::uint64_t mid = lo_s + (hi_s - lo_s) / 2;
+      if (LoadRecord<SnapshotRecord>(snaps + mid * sizeof(SnapshotRecord)).block_index < end) {
+        lo_s = n = mid + 1;
+      } else {
+        hi_s = mid;
+      }
+    }
+    std::uint64_t start;
+    const auto snap = n > 0 ? LoadRecord<SnapshotRecord>(snaps + (n - 1) * sizeof(SnapshotRecord))
+                            : SnapshotRecord{0, 0};
+    if (n > 0 && blocks.at(snap.block_index).first_event >= lower) {
+      const std::uint8_t* bits = bytes_.data() + snap.data_offset;
+      const std::uint8_t* snap_values = bits + kPageSize / 8;
+      for (std::uint32_t i = o1; i < o2; ++i) {
+        if ((bits[i / 8] >> (i % 8)) & 1) {
+          seg_known[i] = 1;
+          seg_values[i] = snap_values[i];
+        }
+      }
+      start = snap.block_index;
+    } else {
+      start = blocks.Count([&](std::uint64_t first) { return first < lower; });
+      start = start > 0 ? start - 1 : 0;
+    }
+    for (std::uint64_t b = start; b < end; ++b) {
+      const BlockRecord block = blocks.at(b);
+      if (!(block.line_mask & mask)) continue;
+      EntryDecoder decoder(bytes_.data() + block.data_offset, block.first_event);
+      for (std::uint32_t j = 0; j < block.entry_count; ++j) {
+        const AccessEntry e = decoder.Next();
+        if (e.event >= p) break;
+        if (e.event < lower || !Overlaps(e, o1, o2)) continue;
+        const std::uint32_t a = std::max(o1, e.offset), z = std::min(o2, e.offset + e.length);
+        std::memcpy(seg_values + a, EntryData(e) + (a - e.offset), z - a);
+        std::memset(seg_known + a, 1, z - a);
+      }
+    }
+    for (std::uint32_t i = o1; i < o2; ++i) {
+      if (seg_known[i] && !known[i - o1]) {
+        values[i - o1] = seg_values[i];
+        known[i - o1] = 1;
+        --remaining;
+      }
+    }
+  }
+}
+
+void TraceIndex::InferredState(Address lo, Address hi, std::uint64_t first, std::uint64_t last,
+                               std::uint8_t* values, std::uint8_t* known) const {
+  const std::uint64_t page = lo >> kPageBits;
+  const auto o1 = static_cast<std::uint32_t>(lo & (kPageSize - 1));
+  const auto o2 = static_cast<std::uint32_t>(o1 + (hi - lo));
+  const std::uint64_t mask = LineMask(o1, o2 - o1);
+  for (std::uint64_t s = SegmentIndexOf(first); s < dir_.segment_count; ++s) {
+    const SegmentRecord seg = segment(s);
+    if (seg.first_event > last) return;
+    if (seg.end_event <= first) continue;
+    const auto rec = FindPage(seg, kInferredList, page);
+    if (!rec) continue;
+    const Blocks blocks{bytes_.data() + rec->blocks_offset, rec->block_count};
+    std::uint64_t b = blocks.Count([&](std::uint64_t f) { return f < first; });
+    for (b = b > 0 ? b - 1 : 0; b < blocks.count; ++b) {
+      const BlockRecord block = blocks.at(b);
+      if (block.first_event > last) return;
+      if (!(block.line_mask & mask)) continue;
+      EntryDecoder decoder(bytes_.data() + block.data_offset, block.first_event);
+      for (std::uint32_t j = 0; j < block.entry_count; ++j) {
+        const AccessEntry e = decoder.Next();
+        if (e.event > last) return;
+        if (e.event < first || !Overlaps(e, o1, o2)) continue;
+        const std::uint8_t* data = EntryData(e);
+        const std::uint32_t a = std::max(o1, e.offset), z = std::min(o2, e.offset + e.length);
+        for (std::uint32_t i = a; i < z; ++i) {
+          if (!known[i - o1]) {
+            values[i - o1] = data[i - e.offset];
+            known[i - o1] = 1;
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace backstep::core

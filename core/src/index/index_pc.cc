@@ -1,0 +1,141 @@
+// Pc-index queries of TraceIndex: postings are read straight from the
+// mapping; a lookup is a binary search over the segment's sorted pcs, one
+// over the pc's skip table, and the decode of at most one block of
+// kPostingsPerBlock varints.
+#include <algorithm>
+
+#include "index/trace_index.h"
+
+namespace backstep::core {
+namespace {
+
+struct PcTable {
+  const std::uint8_t* base;
+  std::uint64_t count;
+  PcRecord at(std::uint64_t i) const { return LoadRecord<PcRecord>(base + i * sizeof(PcRecord)); }
+  // First record with pc >= `pc`.
+  std::uint64_t LowerBound(Address pc) const {
+    std::uint64_t lo = 0, hi = count;
+    while (lo < hi) {
+      const std::uint64_t mid = lo + (hi - lo) / 2;
+      if (LoadRecord<std::uint64_t>(base + mid * sizeof(PcRecord)) < pc) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  }
+};
+
+}  // namespace
+
+std::optional<std::uint64_t> TraceIndex::PostingAtOrAfter(const PcRecord& rec,
+                                                          std::uint64_t from) const {
+  const std::uint64_t blocks = (rec.count + kPostingsPerBlock - 1) / kPostingsPerBlock;
+  const std::uint8_t* skips = bytes_.data() + rec.skips_offset;
+  auto skip = [&](std::uint64_t i) { return LoadRecord<SkipRecord>(skips + i * sizeof(SkipRecord)); };
+  std::uint64_t lo = 0, hi = blocks;  // first block starting after `from`
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    if (skip(mid).first_event <= from) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (lo == 0) return skip(0).first_event;
+  const SkipRecord s = skip(lo - 1);
+  std::uint64_t value = s.first_event;
+  if (value >= from) return value;
+  const std::uint8_t* in = bytes_.data() + rec.data_offset + s.data_rel;
+  const std::uint64_t deltas =
+      std::min<std::uint64_t>(kPostingsPerBlock, rec.count - (lo - 1) * kPostingsPerBlock) - 1;
+  for (std::uint64_t j = 0; j < deltas; ++j) {
+    value += GetVarint(in);
+    if (value >= from) return value;
+  }
+  if (lo < blocks) return skip(lo).first_event;
+  return std::nullopt;
+}
+
+std::optional<std::uint64_t> TraceIndex::PostingBefore(const PcRecord& rec,
+                                                       std::uint64_t before) const {
+  const std::uint64_t blocks = (rec.count + kPostingsPerBlock - 1) / kPostingsPerBlock;
+  const std::uint8_t* skips = bytes_.data() + rec.skips_offset;
+  auto skip = [&](std::uint64_t i) { return LoadRecord<SkipRecord>(skips + i * sizeof(SkipRecord)); };
+  std::uint64_t lo = 0, hi = blocks;  // number of blocks starting before `before`
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    if (skip(mid).first_event < before) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (lo == 0) return std::nullopt;
+  const SkipRecord s = skip(lo - 1);
+  std::uint64_t value = s.first_event, best = value;
+  const std::uint8_t* in = bytes_.data() + rec.data_offset + s.data_rel;
+  const std::uint64_t deltas =
+      std::min<std::uint64_t>(kPostingsPerBlock, rec.count - (lo - 1) * kPostingsPerBlock) - 1;
+  for (std::uint64_t j = 0; j < deltas; ++j) {
+    value += GetVarint(in);
+    if (value >= before) break;
+    best = value;
+  }
+  return best;
+}
+
+std::optional<std::uint64_t> TraceIndex::NextPcInSegment(const SegmentRecord& seg, Address pc,
+                                                         std::uint64_t from) const {
+  const PcTable table{bytes_.data() + seg.pcs_offset, seg.pc_count};
+  const std::uint64_t i = table.LowerBound(pc);
+  if (i == table.count || table.at(i).pc != pc) return std::nullopt;
+  return PostingAtOrAfter(table.at(i), from);
+}
+
+std::optional<std::uint64_t> TraceIndex::PrevPcInSegment(const SegmentRecord& seg, Address pc,
+                                                         std::uint64_t before) const {
+  const PcTable table{bytes_.data() + seg.pcs_offset, seg.pc_count};
+  const std::uint64_t i = table.LowerBound(pc);
+  if (i == table.count || table.at(i).pc != pc) return std::nullopt;
+  return PostingBefore(table.at(i), before);
+}
+
+std::optional<std::uint64_t> TraceIndex::NextPc(Address pc, std::uint64_t from) const {
+  for (std::uint64_t s = SegmentIndexOf(from); s < dir_.segment_count; ++s) {
+    const SegmentRecord seg = segment(s);
+    if (seg.end_event <= from) continue;
+    if (auto q = NextPcInSegment(seg, pc, from)) return q;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::uint64_t> TraceIndex::PrevPc(Address pc, std::uint64_t before) const {
+  if (before == 0 || dir_.segment_count == 0) return std::nullopt;
+  for (std::uint64_t s = SegmentIndexOf(before - 1) + 1; s-- > 0;) {
+    if (auto q = PrevPcInSegment(segment(s), pc, before)) return q;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::uint64_t> TraceIndex::NextPcInRange(Address lo, Address hi,
+                                                       std::uint64_t from) const {
+  for (std::uint64_t s = SegmentIndexOf(from); s < dir_.segment_count; ++s) {
+    const SegmentRecord seg = segment(s);
+    if (seg.end_event <= from) continue;
+    const PcTable table{bytes_.data() + seg.pcs_offset, seg.pc_count};
+    std::optional<std::uint64_t> best;
+    for (std::uint64_t i = table.LowerBound(lo); i < table.count; ++i) {
+      const PcRecord rec = table.at(i);
+      if (rec.pc > hi) break;
+      auto q = PostingAtOrAfter(rec, from);
+      if (q && (!best || *q < *best)) best = q;
+    }
+    if (best) return best;
+  }
+  return std::nullopt;
+}
+
+}  // namespace backstep::core

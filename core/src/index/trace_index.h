@@ -1,0 +1,160 @@
+// TraceIndex: read access to a mapped index file (index-format.md).
+//
+// The index is mapped, not loaded: every query reads the fixed-size records
+// and encoded lists straight from the mapping, so resident memory stays flat
+// as traces grow. Opening validates the whole file (sizes, magics, version,
+// identity, checksum, directory bounds) before anything is trusted; see
+// ValidateIndex().
+//
+// Queries (all O(log n) plus a bounded decode, costs below):
+//   * threads, runs (thread of an event, next event of a thread);
+//   * keyframes (reader position + every thread's registers);
+//   * memory clears;
+//   * pc index: next/previous event whose pc is A, or in [lo, hi];
+//   * access lists (writes, reads, inferred values) per page: next/previous
+//     entry overlapping a byte range, and the write-state of bytes at a
+//     position (index_memory.cc).
+//
+// Thread-safety: immutable after construction; const methods may be called
+// from any number of threads.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backstep/core/byte_source.h"
+#include "backstep/core/expected.h"
+#include "backstep/core/register_file.h"
+#include "backstep/core/trace_reader.h"
+#include "backstep/core/types.h"
+#include "index/index_builder.h"
+#include "index/index_format.h"
+
+namespace backstep::core {
+
+// "" if `bytes` is a complete, intact index for `identity`; otherwise why it
+// is not: "truncated", "version", "stale: trace modified", "stale: keyframe
+// interval changed", "corrupt: ...". Cost: one pass over the file (checksum).
+std::string ValidateIndex(std::span<const std::uint8_t> bytes, const IndexIdentity& identity);
+
+// One decoded access-list entry and its page.
+struct AccessHit {
+  AccessEntry entry;
+  std::uint64_t page = 0;
+  const std::uint8_t* data = nullptr;  // entry.length bytes (inline or in the trace)
+  Address address() const { return (page << kPageBits) + entry.offset; }
+};
+
+class TraceIndex {
+ public:
+  // Takes a validated index (ValidateIndex() returned ""). `owner` keeps
+  // `bytes` alive; `trace_bytes` (the trace file) must outlive the index.
+  static Expected<std::unique_ptr<TraceIndex>> Open(std::shared_ptr<const void> owner,
+                                                    std::span<const std::uint8_t> bytes,
+                                                    std::span<const std::uint8_t> trace_bytes);
+
+  std::uint64_t size_bytes() const { return bytes_.size(); }
+  std::uint64_t event_count() const { return dir_.event_count; }
+  std::uint64_t keyframe_interval() const { return interval_; }
+  bool physical() const { return dir_.flags & kDirPhysical; }
+  bool records_reads() const { return dir_.flags & kDirRecordsReads; }
+
+  // --- threads and runs ---
+  std::size_t thread_count() const { return dir_.thread_count; }
+  ThreadRecord thread(std::size_t i) const { return Rec<ThreadRecord>(threads_, i); }
+  std::optional<std::size_t> ThreadIndexOf(ThreadId tid) const;
+  // Thread index of event `event`. REQUIRES: event < event_count().
+  std::size_t ThreadIndexAt(std::uint64_t event) const;
+  // Smallest event >= `from` executed by thread `thread`, if any. O(log runs).
+  std::optional<std::uint64_t> NextEventOfThread(std::size_t thread, std::uint64_t from) const;
+  // Largest event < `before` executed by thread `thread`, if any.
+  std::optional<std::uint64_t> PrevEventOfThread(std::size_t thread, std::uint64_t before) const;
+
+  // --- keyframes ---
+  // Keyframe k holds the state at position k * keyframe_interval().
+  std::uint64_t keyframe_count() const { return dir_.keyframe_count; }
+  ReaderPosition KeyframeReaderPosition(std::uint64_t k) const;
+  // Restores every thread's registers at keyframe k into files[thread index].
+  // REQUIRES: files.size() == thread_count(), files built for the trace's arch.
+  void RestoreKeyframe(std::uint64_t k, std::vector<RegisterFile>& files) const;
+
+  // --- clears ---
+  // Last event < p that clears memory / first event >= p that does.
+  std::optional<std::uint64_t> LastMemoryClearBefore(std::uint64_t p) const;
+  std::optional<std::uint64_t> NextMemoryClearFrom(std::uint64_t p) const;
+
+  // --- pc index (index_pc.cc) ---
+  // First event >= from / last event < before whose pc (in the state before
+  // it, kInstruction and kFrame events) is `pc`.
+  std::optional<std::uint64_t> NextPc(Address pc, std::uint64_t from) const;
+  std::optional<std::uint64_t> PrevPc(Address pc, std::uint64_t before) const;
+  // Same for any pc in [lo, hi] (inclusive).
+  std::optional<std::uint64_t> NextPcInRange(Address lo, Address hi, std::uint64_t from) const;
+
+  // --- access lists (index_memory.cc) ---
+  // First entry with event >= from / last entry with event < before that
+  // overlaps [lo, hi) (one page: REQUIRES lo < hi, same page). Interrupted
+  // when `interrupt` is set during a long scan.
+  Expected<std::optional<AccessHit>> NextAccess(AccessListKind list, Address lo, Address hi,
+                                                std::uint64_t from,
+                                                const std::atomic<bool>* interrupt) const;
+  Expected<std::optional<AccessHit>> PrevAccess(AccessListKind list, Address lo, Address hi,
+                                                std::uint64_t before,
+                                                const std::atomic<bool>* interrupt) const;
+  // Calls fn for each entry with event in [from, to) overlapping [lo, hi)
+  // (one page), in order, until fn returns false. Cost: linear in the
+  // entries of the page in that range (blocks are skipped by line mask).
+  void ScanAccesses(AccessListKind list, Address lo, Address hi, std::uint64_t from,
+                    std::uint64_t to, const std::function<bool(const AccessHit&)>& fn) const;
+  // The entry of `event` in page `page` that is piece `piece_offset` of an
+  // access (to reassemble accesses split at page boundaries).
+  std::optional<AccessHit> FindPiece(AccessListKind list, std::uint64_t page,
+                                     std::uint64_t event, std::uint64_t piece_offset) const;
+  // Bytes [lo, hi) of one page written by events in [lower, p): sets
+  // known[i] = 1 and values[i] for each byte with such a write (the last
+  // one); leaves other bytes alone. Decodes at most snapshot_blocks blocks
+  // per segment with the page.
+  void WriteState(Address lo, Address hi, std::uint64_t lower, std::uint64_t p,
+                  std::uint8_t* values, std::uint8_t* known) const;
+  // Fills unknown bytes of [lo, hi) (one page) from the inferred list with
+  // the entries of events in [first, last].
+  void InferredState(Address lo, Address hi, std::uint64_t first, std::uint64_t last,
+                     std::uint8_t* values, std::uint8_t* known) const;
+
+ private:
+  TraceIndex() = default;
+  Status Parse();
+  template <class T>
+  T Rec(const std::uint8_t* base, std::uint64_t i) const {
+    return LoadRecord<T>(base + i * sizeof(T));
+  }
+  std::uint64_t SegmentIndexOf(std::uint64_t event) const;
+  SegmentRecord segment(std::uint64_t i) const { return Rec<SegmentRecord>(segments_, i); }
+  // Restores the register record at `offset` (following its delta chain).
+  void RestoreRecord(std::uint64_t offset, RegisterFile& file) const;
+  std::optional<PageRecord> FindPage(const SegmentRecord& seg, AccessListKind list,
+                                     std::uint64_t page) const;
+  const std::uint8_t* EntryData(const AccessEntry& e) const;
+  std::optional<std::uint64_t> NextPcInSegment(const SegmentRecord& seg, Address pc,
+                                               std::uint64_t from) const;
+  std::optional<std::uint64_t> PrevPcInSegment(const SegmentRecord& seg, Address pc,
+                                               std::uint64_t before) const;
+  std::optional<std::uint64_t> PostingAtOrAfter(const PcRecord& rec, std::uint64_t from) const;
+  std::optional<std::uint64_t> PostingBefore(const PcRecord& rec, std::uint64_t before) const;
+
+  std::shared_ptr<const void> owner_;
+  std::span<const std::uint8_t> bytes_, trace_bytes_;
+  IndexDirectory dir_{};
+  std::uint64_t interval_ = 0;
+  const std::uint8_t *threads_ = nullptr, *runs_ = nullptr, *keyframes_ = nullptr;
+  const std::uint8_t *memory_clears_ = nullptr, *segments_ = nullptr;
+  std::vector<std::pair<std::uint64_t, std::size_t>> thread_ids_;  // sorted (tid, index)
+};
+
+}  // namespace backstep::core

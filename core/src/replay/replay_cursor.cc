@@ -1,0 +1,300 @@
+#include "replay/replay_cursor.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+
+#include "paging/x86_paging.h"
+
+namespace backstep::core {
+
+ReplayCursor::ReplayCursor(const Trace& trace, std::unique_ptr<TraceReader> reader)
+    : trace_(trace), index_(trace.index()), reader_(std::move(reader)) {
+  regs_.assign(index_.thread_count(), RegisterFile(trace.arch()));
+  TraceReader* r = reader_.get();
+  image_ = [r](Address a, std::span<std::uint8_t> out, std::span<std::uint8_t> known) {
+    r->ReadInitialMemory(a, out, known);
+  };
+}
+
+Status ReplayCursor::Init() { return LoadKeyframe(0); }
+
+Status ReplayCursor::LoadKeyframe(std::uint64_t k) {
+  index_.RestoreKeyframe(k, regs_);
+  const std::uint64_t p = k * index_.keyframe_interval();
+  Status s = reader_->Seek(index_.KeyframeReaderPosition(k));
+  if (!s.ok()) return s.Annotate("seeking to keyframe at position " + std::to_string(p));
+  position_ = reader_at_ = journal_base_ = p;
+  event_at_ = kNoEvent;
+  journal_.clear();
+  undo_.clear();
+  undo_bytes_.clear();
+  return Status();
+}
+
+Status ReplayCursor::ApplyNext() {
+  assert(position_ < index_.event_count());
+  if (event_at_ != position_) {
+    event_reader_position_ = reader_->Tell();
+    Expected<bool> more = reader_->Next(&event_);
+    if (!more.ok()) {
+      return more.status().Annotate("replaying event " + std::to_string(position_));
+    }
+    if (!*more) {
+      return Status::Corruption(trace_.path() + ": trace ends at event " +
+                                std::to_string(position_) + ", before the index's end");
+    }
+    event_at_ = position_;
+  }
+  const std::optional<std::size_t> thread = index_.ThreadIndexOf(event_.thread);
+  if (!thread) {
+    return Status::Corruption(trace_.path() + ": event " + std::to_string(position_) +
+                              " runs a thread the index does not know");
+  }
+  if (journal_.size() >= 2 * index_.keyframe_interval()) {
+    journal_.clear();
+    undo_.clear();
+    undo_bytes_.clear();
+    journal_base_ = position_;
+  }
+  journal_.push_back({event_reader_position_, static_cast<std::uint32_t>(undo_.size()),
+                      static_cast<std::uint32_t>(undo_bytes_.size())});
+  RegisterFile& file = regs_[*thread];
+  const auto t = static_cast<std::uint32_t>(*thread);
+  bool saved_whole = false;
+  auto save_whole = [&] {
+    if (saved_whole) return;
+    saved_whole = true;
+    undo_.push_back({t, kNoRegister, true, static_cast<std::uint32_t>(undo_bytes_.size())});
+    auto storage = file.raw_storage();
+    auto known = file.raw_known();
+    undo_bytes_.insert(undo_bytes_.end(), storage.begin(), storage.end());
+    auto* k = reinterpret_cast<const std::uint8_t*>(known.data());
+    undo_bytes_.insert(undo_bytes_.end(), k, k + known.size_bytes());
+  };
+  if (event_.flags & kEventClearsRegisters) {
+    save_whole();
+    file.Clear();
+  }
+  const ArchDescription& arch = trace_.arch();
+  for (const RegisterWrite& w : event_.registers) {
+    if (!saved_whole) {
+      if (arch.info(w.reg).derived) {
+        save_whole();
+      } else {
+        undo_.push_back({t, w.reg, file.known(w.reg),
+                         static_cast<std::uint32_t>(undo_bytes_.size())});
+        auto old = file.bytes(w.reg);
+        undo_bytes_.insert(undo_bytes_.end(), old.begin(), old.end());
+      }
+    }
+    file.Apply(w);
+  }
+  ++position_;
+  reader_at_ = position_;
+  event_at_ = kNoEvent;
+  return Status();
+}
+
+void ReplayCursor::UndoLast() {
+  const JournalEntry j = journal_.back();
+  journal_.pop_back();
+  for (std::size_t i = undo_.size(); i-- > j.undo_begin;) {
+    const UndoRecord& u = undo_[i];
+    RegisterFile& file = regs_[u.thread];
+    const std::uint8_t* bytes = undo_bytes_.data() + u.bytes;
+    if (u.reg == kNoRegister) {
+      const std::size_t storage = file.raw_storage().size(), words = file.raw_known().size();
+      std::uint64_t known[64];
+      std::memcpy(known, bytes + storage, 8 * words);
+      file.Restore({bytes, storage}, {known, words});
+    } else if (u.known) {
+      file.Set(u.reg, {bytes, trace_.arch().info(u.reg).size});
+    } else {
+      file.SetUnknown(u.reg);
+    }
+  }
+  undo_.resize(j.undo_begin);
+  undo_bytes_.resize(j.undo_bytes_begin);
+  --position_;
+  // NOTE: Seek on a position the reader produced itself; readers only fail
+  // on foreign positions, so the status is not worth propagating here.
+  Status s = reader_->Seek(j.reader_position);
+  (void)s;
+  reader_at_ = position_;
+  event_at_ = kNoEvent;
+}
+
+Status ReplayCursor::Seek(Position target) {
+  const std::uint64_t p = target.value, n = index_.event_count();
+  if (p > n) {
+    return Status::OutOfRange("seek to position " + std::to_string(p) + " past the end (" +
+                              std::to_string(n) + ")");
+  }
+  const std::uint64_t interval = index_.keyframe_interval();
+  if (p < position_) {
+    if (p >= journal_base_) {
+      while (position_ > p) UndoLast();
+      return Status();
+    }
+    BACKSTEP_RETURN_IF_ERROR(LoadKeyframe(p / interval));
+  } else if (position_ < p / interval * interval) {
+    BACKSTEP_RETURN_IF_ERROR(LoadKeyframe(p / interval));
+  }
+  while (position_ < p) BACKSTEP_RETURN_IF_ERROR(ApplyNext());
+  return Status();
+}
+
+Status ReplayCursor::StepForward() {
+  if (position_ == index_.event_count()) {
+    return Status::OutOfRange("step forward at the end of the trace (position " +
+                              std::to_string(position_) + ")");
+  }
+  return ApplyNext();
+}
+
+Status ReplayCursor::StepBackward() {
+  if (position_ == 0) return Status::OutOfRange("step backward at position 0");
+  if (position_ > journal_base_) {
+    UndoLast();
+    return Status();
+  }
+  return Seek(Position(position_ - 1));
+}
+
+ThreadId ReplayCursor::current_thread() const {
+  const std::uint64_t n = index_.event_count();
+  if (event_at_ == position_) return event_.thread;
+  if (n == 0) return index_.thread_count() ? ThreadId(index_.thread(0).tid) : ThreadId();
+  return ThreadId(index_.thread(index_.ThreadIndexAt(std::min(position_, n - 1))).tid);
+}
+
+std::vector<ThreadId> ReplayCursor::threads() const {
+  std::vector<ThreadId> out;
+  for (std::size_t i = 0; i < index_.thread_count(); ++i) {
+    const ThreadRecord t = index_.thread(i);
+    if ((t.flags & 1) || t.first_event <= position_) out.push_back(ThreadId(t.tid));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Expected<const RegisterFile*> ReplayCursor::Registers(ThreadId thread) const {
+  const std::optional<std::size_t> i = index_.ThreadIndexOf(thread);
+  if (!i) return Status::NotFound("thread " + std::to_string(thread.value) + " is not in the trace");
+  return &regs_[*i];
+}
+
+std::optional<Address> ReplayCursor::Pc(ThreadId thread) const {
+  const std::optional<std::size_t> i = index_.ThreadIndexOf(thread);
+  const RegisterId pc = trace_.arch().pc();
+  if (!i || pc == kNoRegister || !regs_[*i].known(pc)) return std::nullopt;
+  return regs_[*i].u64(pc);
+}
+
+Status ReplayCursor::ReadMemory(Address address, std::span<std::uint8_t> out,
+                                std::span<std::uint8_t> known, AddressKind kind) const {
+  assert(out.size() == known.size());
+  if (index_.physical() && kind == AddressKind::kVirtual) return ReadVirtual(address, out, known);
+  if (!index_.physical() && kind == AddressKind::kPhysical) {
+    return Status::Unsupported(trace_.path() + ": physical read in a trace of virtual addresses");
+  }
+  ReadNativeMemory(index_, image_, position_, address, out, known);
+  return Status();
+}
+
+Status ReplayCursor::ReadVirtual(Address address, std::span<std::uint8_t> out,
+                                 std::span<std::uint8_t> known) const {
+  std::fill(out.begin(), out.end(), 0);
+  std::fill(known.begin(), known.end(), 0);
+  const std::optional<std::size_t> thread = index_.ThreadIndexOf(current_thread());
+  if (!thread) return Status::Unsupported(trace_.path() + ": no thread to translate with");
+  const PagingRegisters paging = PagingFromState(regs_[*thread], trace_.header());
+  if (!paging.registers_known) {
+    return Status::Unsupported(trace_.path() + ": paging registers unknown at position " +
+                               std::to_string(position_));
+  }
+  const PhysicalReadFn read = [this](Address pa, std::span<std::uint8_t> bytes) {
+    std::uint8_t k[64];
+    if (bytes.size() > sizeof(k)) return false;
+    ReadNativeMemory(index_, image_, position_, pa, bytes, {k, bytes.size()});
+    return std::all_of(k, k + bytes.size(), [](std::uint8_t b) { return b != 0; });
+  };
+  for (std::size_t done = 0; done < out.size();) {
+    const Address va = address + done;
+    Expected<Translation> t = TranslateX86(paging, va, read);
+    std::size_t n = std::min<std::size_t>(out.size() - done, kPageSize - (va & (kPageSize - 1)));
+    if (t.ok()) {
+      if (t->page_size == 0) {
+        n = out.size() - done;
+      } else {
+        n = std::min<std::size_t>(out.size() - done, t->page_size - (va & (t->page_size - 1)));
+      }
+      ReadNativeMemory(index_, image_, position_, t->physical, out.subspan(done, n),
+                       known.subspan(done, n));
+    }
+    done += n;  // unmapped: unknown bytes up to the next 4 KiB boundary
+  }
+  return Status();
+}
+
+Expected<std::vector<NativeRange>> ReplayCursor::TranslateRange(Address address,
+                                                                std::uint64_t length) const {
+  std::vector<NativeRange> out;
+  auto add_pages = [&out](Address native, Address debugger, std::uint64_t n) {
+    while (n > 0) {
+      const std::uint64_t k = std::min<std::uint64_t>(n, kPageSize - (native & (kPageSize - 1)));
+      out.push_back({native, native + k, debugger});
+      native += k;
+      debugger += k;
+      n -= k;
+    }
+  };
+  if (!index_.physical()) {
+    add_pages(address, address, length);
+    return out;
+  }
+  const std::optional<std::size_t> thread = index_.ThreadIndexOf(current_thread());
+  if (!thread) return Status::Unsupported(trace_.path() + ": no thread to translate with");
+  const PagingRegisters paging = PagingFromState(regs_[*thread], trace_.header());
+  if (!paging.registers_known) {
+    return Status::Unsupported(trace_.path() + ": paging registers unknown at position " +
+                               std::to_string(position_));
+  }
+  const PhysicalReadFn read = [this](Address pa, std::span<std::uint8_t> bytes) {
+    std::uint8_t k[64];
+    if (bytes.size() > sizeof(k)) return false;
+    ReadNativeMemory(index_, image_, position_, pa, bytes, {k, bytes.size()});
+    return std::all_of(k, k + bytes.size(), [](std::uint8_t b) { return b != 0; });
+  };
+  for (std::uint64_t done = 0; done < length;) {
+    const Address va = address + done;
+    const std::uint64_t n =
+        std::min<std::uint64_t>(length - done, kPageSize - (va & (kPageSize - 1)));
+    Expected<Translation> t = TranslateX86(paging, va, read);
+    if (t.ok()) add_pages(t->physical, va, n);
+    done += n;
+  }
+  return out;
+}
+
+Expected<const Event*> ReplayCursor::CurrentEvent() {
+  if (position_ == index_.event_count()) {
+    return Status::NotFound("no event at the end of the trace (position " +
+                            std::to_string(position_) + ")");
+  }
+  if (event_at_ != position_) {
+    event_reader_position_ = reader_->Tell();
+    Expected<bool> more = reader_->Next(&event_);
+    if (!more.ok()) return more.status().Annotate("decoding event " + std::to_string(position_));
+    if (!*more) {
+      return Status::Corruption(trace_.path() + ": trace ends at event " +
+                                std::to_string(position_));
+    }
+    event_at_ = position_;
+    reader_at_ = position_ + 1;
+  }
+  return &event_;
+}
+
+}  // namespace backstep::core

@@ -1,0 +1,101 @@
+// ReplayCursor: the Cursor of an indexed trace.
+//
+// Registers: Seek(p) restores keyframe floor(p / K) from the index (every
+// thread's RegisterFile), seeks the cursor's own reader to the keyframe's
+// reader position and replays the register writes of at most K events.
+// Memory is never replayed: ReadMemory() asks the memory index
+// (index/memory_state.h). Physical traces translate virtual reads page by
+// page through the x86 page walk (paging/x86_paging.h) with the registers of
+// current_thread() at this position.
+//
+// Moving cheaply: every replayed event is journaled (its reader position and
+// the old values of the registers it changed), so StepBackward() and short
+// backward seeks undo events instead of replaying from a keyframe, and
+// forward seeks within reach continue from the current position. The journal
+// holds at most 2 K events.
+//
+// Thread-safety: one thread at a time (Cursor's contract). The Trace must
+// outlive the cursor.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backstep/core/cursor.h"
+#include "backstep/core/trace.h"
+#include "index/memory_state.h"
+#include "index/trace_index.h"
+
+namespace backstep::core {
+
+// A piece of a debugger address range in the trace's own address space:
+// native [lo, hi) (within one 4 KiB page) holds debugger address `debugger`.
+struct NativeRange {
+  Address lo = 0, hi = 0;
+  Address debugger = 0;
+};
+
+class ReplayCursor final : public Cursor {
+ public:
+  ReplayCursor(const Trace& trace, std::unique_ptr<TraceReader> reader);
+  // Loads position 0. Call once before use.
+  Status Init();
+
+  const Trace& trace() const override { return trace_; }
+  Position position() const override { return Position(position_); }
+  Status Seek(Position p) override;
+  Status StepForward() override;
+  Status StepBackward() override;
+  ThreadId current_thread() const override;
+  std::vector<ThreadId> threads() const override;
+  Expected<const RegisterFile*> Registers(ThreadId thread) const override;
+  std::optional<Address> Pc(ThreadId thread) const override;
+  Status ReadMemory(Address address, std::span<std::uint8_t> out, std::span<std::uint8_t> known,
+                    AddressKind kind = AddressKind::kVirtual) const override;
+  Expected<const Event*> CurrentEvent() override;
+
+  // The native pieces of debugger range [address, address + length) at this
+  // position, one per page, in address order; unmapped pages are left out.
+  // Virtual traces: the range itself, split at pages. Physical traces: the
+  // page walk with current_thread()'s registers (Unsupported if unknown).
+  Expected<std::vector<NativeRange>> TranslateRange(Address address, std::uint64_t length) const;
+
+ private:
+  struct JournalEntry {
+    ReaderPosition reader_position;  // of the event
+    std::uint32_t undo_begin;        // first UndoRecord of the event
+    std::uint32_t undo_bytes_begin;  // its first byte in undo_bytes_
+  };
+  struct UndoRecord {
+    std::uint32_t thread;
+    RegisterId reg;  // kNoRegister: the whole file
+    bool known;
+    std::uint32_t bytes;  // offset in undo_bytes_
+  };
+
+  Status LoadKeyframe(std::uint64_t k);
+  // Applies event position_ (decoding it unless cached) and journals it.
+  Status ApplyNext();
+  void UndoLast();
+  Status ReadVirtual(Address address, std::span<std::uint8_t> out,
+                     std::span<std::uint8_t> known) const;
+
+  const Trace& trace_;
+  const TraceIndex& index_;
+  std::unique_ptr<TraceReader> reader_;
+  ImageReadFn image_;
+  std::uint64_t position_ = 0;
+  std::vector<RegisterFile> regs_;  // by thread index
+  // The reader decodes event reader_at_ next. Invariant: reader_at_ ==
+  // position_, or event_at_ == position_ and reader_at_ == position_ + 1.
+  std::uint64_t reader_at_ = 0;
+  Event event_;
+  std::uint64_t event_at_ = kNoEvent;
+  ReaderPosition event_reader_position_;
+  std::uint64_t journal_base_ = 0;  // journal_[i] is event journal_base_ + i
+  std::vector<JournalEntry> journal_;
+  std::vector<UndoRecord> undo_;
+  std::vector<std::uint8_t> undo_bytes_;
+};
+
+}  // namespace backstep::core

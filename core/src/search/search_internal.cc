@@ -1,0 +1,89 @@
+#include "search/search_internal.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "index/memory_state.h"
+
+namespace backstep::core {
+
+Expected<std::vector<NativeRange>> NativeRanges(const Trace& trace, Address address,
+                                                std::uint64_t length, AddressKind kind,
+                                                Position at) {
+  const bool physical = trace.index().physical();
+  if (!physical && kind == AddressKind::kPhysical) {
+    return Status::Unsupported(trace.path() + ": physical addresses in a trace of virtual ones");
+  }
+  std::vector<NativeRange> out;
+  if (physical && kind == AddressKind::kVirtual) {
+    BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<Cursor> cursor, trace.NewCursor());
+    BACKSTEP_RETURN_IF_ERROR(cursor->Seek(at));
+    // NOTE: Trace::NewCursor always makes a ReplayCursor.
+    return static_cast<const ReplayCursor&>(*cursor).TranslateRange(address, length);
+  }
+  while (length > 0) {
+    const std::uint64_t n = std::min<std::uint64_t>(length, kPageSize - (address & (kPageSize - 1)));
+    out.push_back({address, address + n, address});
+    address += n;
+    length -= n;
+  }
+  return out;
+}
+
+Access GatherAccess(const Trace& trace, AccessListKind list, const AccessHit& hit,
+                    const NativeRange& range) {
+  const TraceIndex& index = trace.index();
+  const AccessEntry& e = hit.entry;
+  Access a;
+  a.event = e.event;
+  a.thread = ThreadAround(index, e.event);
+  a.is_write = list == kWriteList;
+  const Address start = hit.address() - e.piece_offset;
+  a.address = range.debugger + (start - range.lo);
+  a.data.assign(e.access_length, 0);
+  std::memcpy(a.data.data() + e.piece_offset, hit.data, e.length);
+  if (e.access_length == e.length) return a;
+  for (Address page_start = start & ~(kPageSize - 1); page_start < start + e.access_length;
+       page_start += kPageSize) {
+    const std::uint64_t piece = std::max(page_start, start) - start;
+    if (piece == e.piece_offset) continue;
+    auto other = index.FindPiece(list, page_start >> kPageBits, e.event, piece);
+    if (other && piece + other->entry.length <= a.data.size()) {
+      std::memcpy(a.data.data() + piece, other->data, other->entry.length);
+    }
+  }
+  return a;
+}
+
+ThreadId ThreadAround(const TraceIndex& index, std::uint64_t event) {
+  const std::uint64_t n = index.event_count();
+  if (n == 0) return index.thread_count() ? ThreadId(index.thread(0).tid) : ThreadId();
+  return ThreadId(index.thread(index.ThreadIndexAt(std::min(event, n - 1))).tid);
+}
+
+ChangeDetector::ChangeDetector(const Trace& trace) : trace_(trace) {}
+
+bool ChangeDetector::Changes(std::uint64_t w, const std::vector<NativeRange>& ranges) {
+  const TraceIndex& index = trace_.index();
+  const ImageReadFn image = [this](Address a, std::span<std::uint8_t> out,
+                                   std::span<std::uint8_t> known) {
+    trace_.ReadInitialMemory(a, out, known);
+  };
+  for (const NativeRange& r : ranges) {
+    const std::size_t n = r.hi - r.lo;
+    before_.resize(n), before_known_.resize(n), after_.resize(n), after_known_.resize(n);
+    // Bytes written by w with their new values: writes of events in [w, w+1).
+    std::fill(after_known_.begin(), after_known_.end(), 0);
+    index.WriteState(r.lo, r.hi, w, w + 1, after_.data(), after_known_.data());
+    if (std::none_of(after_known_.begin(), after_known_.end(), [](auto k) { return k != 0; })) {
+      continue;
+    }
+    ReadNativeMemory(index, image, w, r.lo, before_, before_known_);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (after_known_[i] && (!before_known_[i] || before_[i] != after_[i])) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace backstep::core

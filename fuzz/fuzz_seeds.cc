@@ -1,0 +1,151 @@
+// backstep_fuzz_seeds <fuzzer-name> <dir>: writes a seed corpus for one
+// fuzzer into <dir> (created if needed). ctest runs it before each fuzzer.
+//
+// Each fuzzer has one branch in kSeeders below. A fuzzer without a branch
+// gets an empty corpus (libFuzzer then starts from nothing), so adding a
+// fuzzer never breaks this tool.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "testing/reven_fixtures.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+bool WriteSeed(const fs::path& dir, const std::string& name, std::string_view bytes) {
+  std::ofstream out(dir / name, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return static_cast<bool>(out);
+}
+
+// `$<payload>#<checksum>`, written here so the seeds do not depend on gdbstub.
+std::string Frame(std::string_view payload) {
+  unsigned sum = 0;
+  for (unsigned char c : payload) sum += c;
+  char checksum[3];
+  std::snprintf(checksum, sizeof checksum, "%02x", sum & 0xff);
+  return "$" + std::string(payload) + "#" + checksum;
+}
+
+// gdbstub_session_fuzzer: byte 0 = chunk size, byte 1 = capabilities off,
+// then the client's byte stream (rsp.md §2 sequences and more).
+bool SeedGdbstubSession(const fs::path& dir) {
+  const std::vector<std::vector<std::string_view>> sessions = {
+      {"qSupported:multiprocess+;swbreak+;hwbreak+;xmlRegisters=i386",
+       "vMustReplyEmpty",
+       "QStartNoAckMode",
+       "+",
+       "Hgp0.0",
+       "qXfer:features:read:target.xml:0,1000",
+       "qTStatus",
+       "?",
+       "qXfer:threads:read::0,1000",
+       "qAttached:1",
+       "Hc-1",
+       "qOffsets",
+       "g",
+       "qXfer:auxv:read::0,1000",
+       "qSymbol::",
+       "m400000,40",
+       "vCont;s:p1.1;c:p1.-1",
+       "Z0,401010,1",
+       "vCont;c:p1.-1",
+       "Hcp1.1",
+       "bs",
+       "bc",
+       "z0,401010,1",
+       "D;1"},
+      {"QStartNoAckMode",
+       "+",
+       "qSupported:xmlRegisters=i386;multiprocess+;swbreak+",
+       "QThreadSuffixSupported",
+       "QListThreadsInStopReply",
+       "qHostInfo",
+       "vCont?",
+       "QEnableErrorStrings",
+       "qProcessInfo",
+       "qC",
+       "?",
+       "p10;thread:p1.1;",
+       "x0,0",
+       "m400f00,200",
+       "qMemoryRegionInfo:400000",
+       "qfThreadInfo",
+       "qsThreadInfo",
+       "c",
+       "_M1000,rwx",
+       "qRcmd,696e666f",
+       "k"},
+      {"Z2,404000,8", "c", "bc", "QTFrame:3", "QTFrame:pc:401008", "QTFrame:range:1:2",
+       "QTFrame:ffffffff", "qSearch:memory:400000;1000;1011", "m0,ffffffffffffffff", "c"},
+  };
+  int index = 0;
+  for (const auto& packets : sessions) {
+    std::string stream(2, '\0');               // all capabilities on
+    stream[0] = static_cast<char>(3 + index);  // chunk sizes 4, 5, 6
+    for (std::string_view p : packets) stream += p == "+" ? std::string("+") : Frame(p);
+    if (!WriteSeed(dir, "session" + std::to_string(index++), stream)) return false;
+  }
+  // Framing corner cases: RLE, escapes, bad checksum, interrupt.
+  std::string framing = std::string("\x00\x00", 2) + Frame("m400000,* ") + Frame("X0,1:}\x03") +
+                        "$qC#00" + Frame("c") + "\x03" + "$m1$qC#b4";
+  return WriteSeed(dir, "framing", framing);
+}
+
+bool WriteBytes(const fs::path& dir, const std::string& name,
+                const std::vector<std::uint8_t>& bytes) {
+  return WriteSeed(dir, name,
+                   std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+}
+
+// reven_fuzzer: small valid trace.bin files from our writer (every event
+// feature, with and without event_count) and the two producers' machines.
+bool SeedReven(const fs::path& dir) {
+  namespace t = backstep::core::testing;
+  return WriteBytes(dir, "small.bin", t::SmallRevenTrace()) &&
+         WriteBytes(dir, "small_unpatched.bin", t::SmallRevenTrace(false)) &&
+         WriteBytes(dir, "panda.bin", t::SmallProducerTrace(true)) &&
+         WriteBytes(dir, "bochs.bin", t::SmallProducerTrace(false));
+}
+
+struct Seeder {
+  std::string_view fuzzer;
+  bool (*write)(const fs::path& dir);
+};
+
+constexpr Seeder kSeeders[] = {
+    {"gdbstub_session_fuzzer", SeedGdbstubSession},
+    {"reven_fuzzer", SeedReven},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: backstep_fuzz_seeds <fuzzer-name> <dir>\n");
+    return 2;
+  }
+  std::string_view name = argv[1];
+  fs::path dir = argv[2];
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    std::fprintf(stderr, "backstep_fuzz_seeds: %s: %s\n", argv[2], ec.message().c_str());
+    return 1;
+  }
+  for (const Seeder& seeder : kSeeders) {
+    if (seeder.fuzzer != name) continue;
+    if (!seeder.write(dir)) {
+      std::fprintf(stderr, "backstep_fuzz_seeds: cannot write seeds into %s\n", argv[2]);
+      return 1;
+    }
+    return 0;
+  }
+  std::fprintf(stderr, "backstep_fuzz_seeds: no seeds for %s; empty corpus\n", argv[1]);
+  return 0;
+}

@@ -1,0 +1,84 @@
+// StopReason: why a resumed target stopped, as the stub reports it.
+//
+// A Target's resume returns one of these small structs; FormatStopReply() is
+// the one place that turns them into a stop reply (`T05thread:p1.1;...`),
+// honouring what the client and the stub negotiated. Nothing else in the stub
+// writes `T` or `W` replies (`k`'s `X09` is a kill acknowledgement).
+//
+//   DoneStep      a step finished                      T05
+//   SwBreak       a software breakpoint (PC = its address, no adjustment)
+//                                                      T05 ... swbreak:;
+//   HwBreak       a hardware breakpoint                T05 ... hwbreak:;
+//   Watch         a data watchpoint fired; `addr` lies inside the watched
+//                 range                                T05 ... watch:<addr>;
+//   HistoryEdge   no more history in that direction    T05 ... replaylog:begin;
+//   Interrupted   the client sent 0x03                 T02 ...
+//   Exited        the process exited (a trace that records the exit)  W<code>
+//
+// The end of a trace going forward is HistoryEdge{kEnd}, never Exited: a `W`
+// reply ends the inferior in the client and with it every reverse command.
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+#include "backstep/core/types.h"
+
+namespace backstep::gdbstub {
+
+class Target;
+
+enum class WatchKind : unsigned char { kWrite, kRead, kAccess };
+
+struct DoneStep {
+  bool operator==(const DoneStep&) const = default;
+};
+struct SwBreak {
+  bool operator==(const SwBreak&) const = default;
+};
+struct HwBreak {
+  bool operator==(const HwBreak&) const = default;
+};
+struct Watch {
+  WatchKind kind = WatchKind::kWrite;
+  core::Address addr = 0;  // the data address, inside the watched range
+  bool operator==(const Watch&) const = default;
+};
+struct HistoryEdge {
+  enum class Side : unsigned char { kBegin, kEnd };
+  Side side = Side::kEnd;
+  bool operator==(const HistoryEdge&) const = default;
+};
+struct Interrupted {
+  bool operator==(const Interrupted&) const = default;
+};
+struct Exited {
+  std::uint8_t code = 0;
+  bool operator==(const Exited&) const = default;
+};
+
+using StopReason =
+    std::variant<DoneStep, SwBreak, HwBreak, Watch, HistoryEdge, Interrupted, Exited>;
+
+// What was negotiated with the client, as far as stop replies care.
+struct StopReplyOptions {
+  bool multiprocess = false;  // thread ids as p<pid>.<tid>
+  bool swbreak = false;       // both sides sent swbreak+: `swbreak:` allowed
+  bool hwbreak = false;       // both sides sent hwbreak+: `hwbreak:` allowed
+  bool list_threads = false;  // QListThreadsInStopReply accepted: threads:, thread-pcs:
+};
+
+// The stop reply for `reason` at the target's current position:
+//   T<sig>thread:<id>;<expedited regnum>:<value>;...;<reason key>;[threads:...;thread-pcs:...;]
+// sig is 05 (SIGTRAP) for every trace stop and 02 (SIGINT) for Interrupted.
+// Expedited registers are those of Target::register_layout() whose bytes are
+// all known. Without negotiation, SwBreak/HwBreak become a plain T05 (gdb
+// rejects an unnegotiated `swbreak:`). Exited gives `W<code>` (with
+// `;process:<pid>` when multiprocess).
+std::string FormatStopReply(const StopReason& reason, Target& target,
+                            const StopReplyOptions& options);
+
+}  // namespace backstep::gdbstub

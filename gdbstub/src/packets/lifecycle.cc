@@ -1,0 +1,37 @@
+#include "packets/lifecycle.h"
+
+#include "protocol/hex.h"
+#include "session/session.h"
+
+namespace backstep::gdbstub {
+
+std::optional<DetachRequest> ParseDetach(std::string_view args) {
+  if (args.empty()) return DetachRequest{};
+  if (!args.starts_with(';')) return std::nullopt;
+  auto pid = ParseHexU64(args.substr(1));
+  if (!pid) return std::nullopt;
+  return DetachRequest{*pid};
+}
+
+Reply HandleAttached(Session&, std::string_view) { return Reply::Packet("1"); }
+
+Reply HandleDetach(Session& session, std::string_view args) {
+  if (!ParseDetach(args)) return Reply::BadArguments("D: malformed arguments");
+  session.Finish();
+  return Reply::Ok();
+}
+
+Reply HandleVKill(Session& session, std::string_view args) {
+  if (!ParseHexU64(args)) return Reply::BadArguments("vKill: malformed pid");
+  session.Finish();
+  return Reply::Ok();
+}
+
+Reply HandleKill(Session& session, std::string_view) {
+  session.Finish();
+  // The kill acknowledgement ("killed by signal 9") LLDB waits for; it is not
+  // a stop reply, so it does not go through FormatStopReply.
+  return Reply::Packet("X09");
+}
+
+}  // namespace backstep::gdbstub

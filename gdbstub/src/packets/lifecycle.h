@@ -1,0 +1,31 @@
+// Attach state and the end of a session (rsp.md §4):
+//   qAttached[:<pid>]  1   (we "attached": quitting the client detaches)
+//   D, D;<pid>         OK  then the session is finished
+//   vKill;<pid>        OK  then the session is finished
+//   k                  X09 (LLDB's kill) then the session is finished
+// Nothing is killed: the recording stays as it is for the next client.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "session/reply.h"
+
+namespace backstep::gdbstub {
+
+class Session;
+
+struct DetachRequest {
+  std::optional<std::uint64_t> pid;
+};
+
+// The arguments after "D": "" or ";<pid>".
+std::optional<DetachRequest> ParseDetach(std::string_view args);
+
+Reply HandleAttached(Session& session, std::string_view args);
+Reply HandleDetach(Session& session, std::string_view args);
+Reply HandleVKill(Session& session, std::string_view args);
+Reply HandleKill(Session& session, std::string_view args);
+
+}  // namespace backstep::gdbstub

@@ -1,0 +1,144 @@
+#include "session/session.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "protocol/hex.h"
+#include "protocol/response_writer.h"
+#include "session/packet_table.h"
+
+namespace backstep::gdbstub {
+namespace {
+
+using Framer = PacketFramer;
+
+// Marks each Packet event that is followed by an Interrupt before the next
+// Packet: that 0x03 was meant for the resume the packet may start.
+std::vector<bool> InterruptFollows(const std::vector<Framer::Event>& events) {
+  std::vector<bool> follows(events.size(), false);
+  bool pending = false;
+  for (std::size_t i = events.size(); i-- > 0;) {
+    if (std::holds_alternative<Framer::Interrupt>(events[i])) pending = true;
+    if (std::holds_alternative<Framer::Packet>(events[i])) {
+      follows[i] = pending;
+      pending = false;
+    }
+  }
+  return follows;
+}
+
+}  // namespace
+
+Session::Session(Target& target, SessionOptions options)
+    : target_(target), options_(options), framer_(options.packet_size) {
+  assert(options.packet_size >= kMinPacketSize);
+}
+
+std::vector<std::string> Session::OnBytes(std::span<const std::uint8_t> bytes) {
+  std::vector<std::string> out;
+  std::vector<Framer::Event> events = framer_.Feed(bytes);
+  std::vector<bool> interrupt_follows = InterruptFollows(events);
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const Framer::Event& event = events[i];
+    if (const auto* packet = std::get_if<Framer::Packet>(&event)) {
+      if (!no_ack_) out.emplace_back("+");
+      if (interrupt_follows[i]) RequestInterrupt();
+      Reply reply = Dispatch(packet->payload);
+      // Consumed or not, an interrupt ends with the packet it raced with.
+      interrupt_.store(false, std::memory_order_relaxed);
+      Send(reply, out);
+      if (no_ack_pending_) {
+        no_ack_ = true;
+        no_ack_pending_ = false;
+      }
+    } else if (std::holds_alternative<Framer::Nack>(event)) {
+      if (!no_ack_ && !last_sent_.empty()) out.push_back(last_sent_);
+    } else if (std::holds_alternative<Framer::ChecksumError>(event)) {
+      // NOTE: in no-ack mode a corrupted packet is dropped; the client times
+      // out. Over TCP or a pipe this does not happen.
+      if (!no_ack_) out.emplace_back("-");
+    } else if (std::holds_alternative<Framer::Oversized>(event)) {
+      if (!no_ack_) out.emplace_back("+");
+      Send(Reply::Fail("packet longer than PacketSize"), out);
+    } else if (std::holds_alternative<Framer::Malformed>(event)) {
+      if (!no_ack_) out.emplace_back("+");
+      Send(Reply::BadArguments("malformed escape or run-length encoding"), out);
+    }
+    // Ack: nothing to do (stray `+` are fine at any time). Interrupt while
+    // idle: the stop it asks for has already been sent.
+  }
+  return out;
+}
+
+Reply Session::Dispatch(std::string_view packet) {
+  const Route* route = FindRoute(packet);
+  if (route == nullptr || !HasCapability(target_, route->capability)) return Reply::Empty();
+  return route->handler(*this, packet.substr(route->prefix.size()));
+}
+
+// The one place where replies become payloads: see reply.h for the mapping.
+void Session::Send(const Reply& reply, std::vector<std::string>& out) {
+  std::string_view console = reply.console();
+  // Each O packet carries as much text as fits in PacketSize once hex-encoded.
+  std::size_t per_packet = std::max<std::size_t>(1, (options_.packet_size - 1) / 2);
+  while (!console.empty()) {
+    std::size_t n = std::min(per_packet, console.size());
+    std::string output = "O";
+    AppendHexBytes(output, console.substr(0, n));
+    SendPacket(output, out);
+    console.remove_prefix(n);
+  }
+  if (const std::string* payload = reply.payload()) {
+    SendPacket(*payload, out);
+  } else if (const auto* error = std::get_if<Reply::Error>(&reply.body())) {
+    std::string text = "E";
+    AppendHexByte(text, static_cast<std::uint8_t>(error->code));
+    if (state_.negotiated.error_strings) {
+      text += ';';
+      AppendHexBytes(text, error->message);
+    }
+    SendPacket(text, out);
+  } else {
+    SendPacket("", out);  // unsupported
+  }
+}
+
+void Session::SendPacket(std::string_view payload, std::vector<std::string>& out) {
+  last_sent_ = FramePacket(payload);
+  out.push_back(last_sent_);
+}
+
+std::optional<core::ThreadId> Session::ResolveThread(const ThreadSpec& spec) {
+  if (spec.pid && spec.pid->value() && *spec.pid->value() != target_.pid()) return std::nullopt;
+  auto tid = spec.tid.value();
+  if (!tid) return target_.current_thread();
+  core::ThreadId thread(*tid);
+  if (!IsLiveThread(thread)) return std::nullopt;
+  return thread;
+}
+
+std::optional<core::ThreadId> Session::RegisterThread(const std::optional<ThreadSpec>& suffix) {
+  if (suffix) return ResolveThread(*suffix);
+  if (state_.general_thread && IsLiveThread(*state_.general_thread)) {
+    return state_.general_thread;
+  }
+  return target_.current_thread();
+}
+
+bool Session::IsLiveThread(core::ThreadId thread) { return target_.HasThread(thread); }
+
+void Session::AppendThread(std::string& out, core::ThreadId thread) {
+  AppendThreadId(out, target_.pid(), thread, state_.negotiated.multiprocess);
+}
+
+StopReplyOptions Session::stop_reply_options() const {
+  const Negotiated& n = state_.negotiated;
+  return StopReplyOptions{n.multiprocess, n.swbreak, n.hwbreak, n.list_threads_in_stop_reply};
+}
+
+std::span<std::uint8_t> Session::Scratch(std::size_t size) {
+  if (scratch_.size() < size) scratch_.resize(size);
+  return std::span<std::uint8_t>(scratch_).first(size);
+}
+
+}  // namespace backstep::gdbstub

@@ -1,0 +1,119 @@
+// FormatStopReply (declared in stop_reason.h): the one place that writes stop
+// replies.
+#include <type_traits>
+
+#include "backstep/gdbstub/stop_reason.h"
+#include "backstep/gdbstub/target.h"
+#include "packets/registers.h"
+#include "packets/thread_id.h"
+#include "protocol/hex.h"
+
+namespace backstep::gdbstub {
+namespace {
+
+constexpr std::uint8_t kSigInt = 2;
+constexpr std::uint8_t kSigTrap = 5;
+
+std::string_view WatchKey(WatchKind kind) {
+  switch (kind) {
+    case WatchKind::kRead:
+      return "rwatch:";
+    case WatchKind::kAccess:
+      return "awatch:";
+    case WatchKind::kWrite:
+      break;
+  }
+  return "watch:";
+}
+
+// The `key:value;` that says why, or "" when nothing may be said.
+std::string ReasonKey(const StopReason& reason, const StopReplyOptions& options) {
+  return std::visit(
+      [&](const auto& r) -> std::string {
+        using R = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<R, SwBreak>) {
+          return options.swbreak ? "swbreak:;" : "";
+        } else if constexpr (std::is_same_v<R, HwBreak>) {
+          return options.hwbreak ? "hwbreak:;" : "";
+        } else if constexpr (std::is_same_v<R, Watch>) {
+          std::string out(WatchKey(r.kind));
+          AppendHexNumber(out, r.addr);
+          return out + ';';
+        } else if constexpr (std::is_same_v<R, HistoryEdge>) {
+          return r.side == HistoryEdge::Side::kBegin ? "replaylog:begin;" : "replaylog:end;";
+        } else {
+          return "";
+        }
+      },
+      reason);
+}
+
+// A register value as a number (thread-pcs:), if fully known and <= 8 bytes.
+std::optional<std::uint64_t> AsNumber(const RegisterValue& value) {
+  if (value.size == 0 || value.size > 8 || !value.all_known()) return std::nullopt;
+  std::uint64_t n = 0;
+  for (std::size_t i = value.size; i-- > 0;) n = (n << 8) | value.bytes[i];
+  return n;
+}
+
+void AppendThreadList(std::string& out, Target& target, const StopReplyOptions& options) {
+  std::vector<ThreadInfo> threads = target.Threads();
+  std::uint64_t pid = target.pid();
+  out += "threads:";
+  for (std::size_t i = 0; i < threads.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    AppendThreadId(out, pid, threads[i].id, options.multiprocess);
+  }
+  out += ';';
+  auto pc_regnum = target.register_layout().pc;
+  if (!pc_regnum) return;
+  std::string pcs = "thread-pcs:";
+  for (std::size_t i = 0; i < threads.size(); ++i) {
+    auto value = target.ReadRegister(threads[i].id, *pc_regnum);
+    auto pc = value.ok() ? AsNumber(*value) : std::nullopt;
+    if (!pc) return;  // all or nothing: LLDB pairs threads and PCs by index
+    if (i > 0) pcs.push_back(',');
+    AppendHexNumber(pcs, *pc);
+  }
+  out += pcs + ';';
+}
+
+}  // namespace
+
+std::string FormatStopReply(const StopReason& reason, Target& target,
+                            const StopReplyOptions& options) {
+  if (const auto* exited = std::get_if<Exited>(&reason)) {
+    std::string out = "W";
+    AppendHexByte(out, exited->code);
+    if (options.multiprocess) {
+      out += ";process:";
+      AppendHexNumber(out, target.pid());
+    }
+    return out;
+  }
+  std::string out = "T";
+  AppendHexByte(out, std::holds_alternative<Interrupted>(reason) ? kSigInt : kSigTrap);
+  core::ThreadId thread = target.current_thread();
+  out += "thread:";
+  AppendThreadId(out, target.pid(), thread, options.multiprocess);
+  out += ';';
+  // Expedited registers save the client a `g`/`p` round trip per stop. gdb
+  // cannot parse `xx` there, so a register with unknown bytes is left out.
+  for (int regnum : target.register_layout().expedited) {
+    auto value = target.ReadRegister(thread, regnum);
+    if (!value.ok() || !value->all_known()) continue;
+    if (regnum < 0x100) {
+      AppendHexByte(out, static_cast<std::uint8_t>(regnum));
+    } else {
+      AppendHexNumber(out, static_cast<std::uint64_t>(regnum));
+    }
+    out += ':';
+    AppendRegisterHex(out, *value);
+    out += ';';
+  }
+  out += ReasonKey(reason, options);
+  if (options.list_threads) AppendThreadList(out, target, options);
+  return out;
+}
+
+}  // namespace backstep::gdbstub
