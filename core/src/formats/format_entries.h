@@ -8,5 +8,6 @@ namespace backstep::core {
 
 FormatInfo RevenFormatInfo();
 FormatInfo TfileFormatInfo();
+FormatInfo UsercornFormatInfo();
 
 }  // namespace backstep::core

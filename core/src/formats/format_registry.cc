@@ -6,7 +6,8 @@
 namespace backstep::core {
 
 std::span<const FormatInfo> Formats() {
-  static const std::vector<FormatInfo> kFormats = {RevenFormatInfo(), TfileFormatInfo()};
+  static const std::vector<FormatInfo> kFormats = {RevenFormatInfo(), TfileFormatInfo(),
+                                                     UsercornFormatInfo()};
   return kFormats;
 }
 

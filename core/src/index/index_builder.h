@@ -36,7 +36,7 @@ struct IndexIdentity {
   std::int64_t trace_mtime_ns = 0;
   std::uint64_t trace_hash = 0;  // TraceHash()
   std::string format;
-  std::uint64_t keyframe_interval = 1024;
+  std::uint64_t keyframe_interval = 2048;
   std::uint64_t arch_signature = 0;  // ArchSignature(arch)
 };
 

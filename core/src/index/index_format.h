@@ -26,7 +26,7 @@ inline constexpr std::uint64_t kNoEvent = ~std::uint64_t(0);
 inline constexpr std::uint32_t kPostingsPerBlock = 128;
 // Defaults of the access lists (the file records the values used).
 inline constexpr std::uint32_t kDefaultBlockEntries = 64;
-inline constexpr std::uint32_t kDefaultSnapshotBlocks = 64;
+inline constexpr std::uint32_t kDefaultSnapshotBlocks = 128;
 // Accessed bytes at least this long are referenced by trace-file offset
 // (a delta of 1-3 bytes) when the reader's span lies inside the trace file.
 inline constexpr std::uint32_t kMinReferencedLength = 4;

@@ -26,7 +26,7 @@ std::vector<std::uint8_t> ReadFileBytes(const std::string& path) {
 
 TfileBytes::TfileBytes(std::string_view definitions) {
   constexpr std::string_view kMagic{"\x7fTRACE0\n", 8};
-  bytes_.insert(bytes_.end(), kMagic.begin(), kMagic.end());
+  bytes_.assign(kMagic.begin(), kMagic.end());
   bytes_.insert(bytes_.end(), definitions.begin(), definitions.end());
   bytes_.push_back('\n');
 }

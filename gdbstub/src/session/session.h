@@ -78,7 +78,10 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   // Feeds bytes received from the client; returns what to send back, in
-  // order, one element per ack or packet ("+", "$OK#9a").
+  // order, one element per ack or packet ("+", "$OK#9a"). Each reply is
+  // bounded by about PacketSize, so the output grows with the number of
+  // packets in `bytes`: feed socket-sized chunks (real clients wait for each
+  // reply anyway).
   std::vector<std::string> OnBytes(std::span<const std::uint8_t> bytes);
 
   // Thread-safe: asks the resume in progress to stop where it is (T02).

@@ -34,7 +34,7 @@ struct OpenOptions {
   // Where to put the index when the trace's directory is not writable.
   // Empty: $XDG_CACHE_HOME/backstep or ~/.cache/backstep.
   std::string cache_dir;
-  // Events between register keyframes (0 = default). Changing it rebuilds.
+  // Events between register keyframes (0 = default, 2048). Changing it rebuilds.
   std::uint64_t keyframe_interval = 0;
   // Build the index if it is missing or stale (false: fail instead).
   bool build_index = true;
@@ -45,7 +45,7 @@ struct OpenOptions {
   // Changing the block sizes does not rebuild an existing index.
   std::uint64_t index_memory_budget = 0;
   std::uint32_t index_block_entries = 0;    // access-list entries per block (64)
-  std::uint32_t index_snapshot_blocks = 0;  // blocks between page snapshots (64)
+  std::uint32_t index_snapshot_blocks = 0;  // blocks between page snapshots (128)
 };
 
 // Makes a new reader of the trace, positioned at its first event.

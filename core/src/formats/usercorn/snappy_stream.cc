@@ -57,8 +57,8 @@ Status SnappyStream::LoadAt(std::uint64_t at, bool* is_data) {
   }
   const std::uint8_t* h = file_.data() + at;
   const std::uint8_t type = h[0];
-  const std::uint32_t length = std::uint32_t{h[1]} | std::uint32_t{h[2]} << 8 |
-                               std::uint32_t{h[3]} << 16;
+  const std::uint32_t length =
+      std::uint32_t{h[1]} | std::uint32_t{h[2]} << 8 | std::uint32_t{h[3]} << 16;
   if (length > left - kChunkHeader) {
     truncated_ = true;
     return Status::OutOfRange(name_ + ": snappy stream at offset " + HexU64(at) + ": chunk of " +
@@ -99,8 +99,8 @@ Status SnappyStream::LoadAt(std::uint64_t at, bool* is_data) {
     data_ = buffer_;
   } else {
     if (body_size > kSnappyMaxChunkData) {
-      return Fail(at, "uncompressed chunk of " + std::to_string(body_size) +
-                          " bytes (at most 65536)");
+      return Fail(at,
+                  "uncompressed chunk of " + std::to_string(body_size) + " bytes (at most 65536)");
     }
     data_ = std::span<const std::uint8_t>(payload + kCrcBytes, body_size);
   }
@@ -163,8 +163,8 @@ SnappyPos SnappyStream::Tell() const {
 Status SnappyStream::Seek(SnappyPos pos) {
   truncated_ = false;
   if (pos.chunk < begin_ || pos.chunk > file_.size() || pos.offset > kSnappyMaxChunkData) {
-    return Status::InvalidArgument(name_ + ": cannot resume at offset " + HexU64(pos.chunk) +
-                                   " +" + HexU64(pos.offset) + " (outside the snappy stream)");
+    return Status::InvalidArgument(name_ + ": cannot resume at offset " + HexU64(pos.chunk) + " +" +
+                                   HexU64(pos.offset) + " (outside the snappy stream)");
   }
   if (loaded_ && pos.chunk == chunk_) {  // the loaded chunk: no decoding
     if (pos.offset > data_.size()) {
@@ -184,8 +184,8 @@ Status SnappyStream::Seek(SnappyPos pos) {
   if (!is_data || pos.offset > data_.size()) {
     loaded_ = false;
     next_ = pos.chunk;
-    return Status::InvalidArgument(name_ + ": cannot resume at offset " + HexU64(pos.chunk) +
-                                   " +" + HexU64(pos.offset) + " (not inside a data chunk)");
+    return Status::InvalidArgument(name_ + ": cannot resume at offset " + HexU64(pos.chunk) + " +" +
+                                   HexU64(pos.offset) + " (not inside a data chunk)");
   }
   pos_ = pos.offset;
   return Status::Ok();

@@ -205,8 +205,8 @@ Status UsercornEventDecoder::ConsumeSyscall(Work& w, SnappyPos at) {
   return Status::Ok();
 }
 
-Status UsercornEventDecoder::Apply(const UcirOpFields& op, UsercornCursor& c, Work& w,
-                                   bool nested, SnappyPos at) {
+Status UsercornEventDecoder::Apply(const UcirOpFields& op, UsercornCursor& c, Work& w, bool nested,
+                                   SnappyPos at) {
   switch (op.type) {
     case kOpNop:
       return Status::Ok();
@@ -279,8 +279,8 @@ Status UsercornEventDecoder::Apply(const UcirOpFields& op, UsercornCursor& c, Wo
   }
 }
 
-void UsercornEventDecoder::ApplyRegister(std::uint16_t unicorn,
-                                         std::span<const std::uint8_t> value, Work& w) {
+void UsercornEventDecoder::ApplyRegister(std::uint16_t unicorn, std::span<const std::uint8_t> value,
+                                         Work& w) {
   const RegisterId id = arch_->Find(unicorn);
   if (id == kNoRegister) return;  // not carried (or the pc's enum): ignored
   RegisterWrite& r = w.event->registers.emplace_back();

@@ -99,7 +99,8 @@ std::vector<MemoryRegion> UsercornImage::Regions() const {
   std::vector<MemoryRegion> out;
   for (const auto& [start, piece] : regions_) {
     // A region reaching 2^64 - 1 from 0 cannot state its size: clipped.
-    const std::uint64_t size = piece.last - start + 1 == 0 ? ~std::uint64_t{0} : piece.last - start + 1;
+    const std::uint64_t size =
+        piece.last - start + 1 == 0 ? ~std::uint64_t{0} : piece.last - start + 1;
     out.push_back({start, size, names_[piece.value]});
   }
   return out;

@@ -7,9 +7,9 @@
 namespace backstep::core {
 namespace {
 
-constexpr const char* kNames[] = {"NOP",      "FRAME",     "KEYFRAME",  "JMP",       "STEP",
-                                  "REG",      "SPREG",     "MEM_READ",  "MEM_WRITE", "MEM_MAP",
-                                  "MEM_UNMAP", "MEM_PROT", "SYSCALL",   "EXIT"};
+constexpr const char* kNames[] = {"NOP",       "FRAME",    "KEYFRAME", "JMP",       "STEP",
+                                  "REG",       "SPREG",    "MEM_READ", "MEM_WRITE", "MEM_MAP",
+                                  "MEM_UNMAP", "MEM_PROT", "SYSCALL",  "EXIT"};
 
 // Reads `n` fixed bytes and returns a reader over them.
 Status ReadFixed(SnappyStream& in, std::uint8_t* buf, std::size_t n, ByteReader* r) {

@@ -11,18 +11,17 @@ namespace {
 // §2.4. Tracked entries first, in the order usercorn's keyframe sends them:
 // names without digits alphabetically, then r8..r15.
 constexpr UnicornRegister kX86_64[] = {
-    {35, "rax", true},      {36, "rbp", true},      {37, "rbx", true},    {38, "rcx", true},
-    {39, "rdi", true},      {40, "rdx", true},      {43, "rsi", true},    {44, "rsp", true},
-    {106, "r8", true},      {107, "r9", true},      {108, "r10", true},   {109, "r11", true},
-    {110, "r12", true},     {111, "r13", true},     {112, "r14", true},   {113, "r15", true},
-    {25, "eflags", false},  {253, "eflags", false},  // UC_X86_REG_EFLAGS, _RFLAGS
-    {11, "cs", false},      {49, "ss", false},      {17, "ds", false},    {28, "es", false},
-    {32, "fs", false},      {33, "gs", false},      {250, "fs_base", false},
-    {251, "gs_base", false}, {122, "xmm0", false},  {123, "xmm1", false}, {124, "xmm2", false},
-    {125, "xmm3", false},   {126, "xmm4", false},   {127, "xmm5", false}, {128, "xmm6", false},
-    {129, "xmm7", false},   {130, "xmm8", false},   {131, "xmm9", false}, {132, "xmm10", false},
-    {133, "xmm11", false},  {134, "xmm12", false},  {135, "xmm13", false},
-    {136, "xmm14", false},  {137, "xmm15", false},
+    {35, "rax", true},     {36, "rbp", true},      {37, "rbx", true},       {38, "rcx", true},
+    {39, "rdi", true},     {40, "rdx", true},      {43, "rsi", true},       {44, "rsp", true},
+    {106, "r8", true},     {107, "r9", true},      {108, "r10", true},      {109, "r11", true},
+    {110, "r12", true},    {111, "r13", true},     {112, "r14", true},      {113, "r15", true},
+    {25, "eflags", false}, {253, "eflags", false},  // UC_X86_REG_EFLAGS, _RFLAGS
+    {11, "cs", false},     {49, "ss", false},      {17, "ds", false},       {28, "es", false},
+    {32, "fs", false},     {33, "gs", false},      {250, "fs_base", false}, {251, "gs_base", false},
+    {122, "xmm0", false},  {123, "xmm1", false},   {124, "xmm2", false},    {125, "xmm3", false},
+    {126, "xmm4", false},  {127, "xmm5", false},   {128, "xmm6", false},    {129, "xmm7", false},
+    {130, "xmm8", false},  {131, "xmm9", false},   {132, "xmm10", false},   {133, "xmm11", false},
+    {134, "xmm12", false}, {135, "xmm13", false},  {136, "xmm14", false},   {137, "xmm15", false},
 };
 constexpr std::uint16_t kX86_64Pc = 41;  // UC_X86_REG_RIP
 

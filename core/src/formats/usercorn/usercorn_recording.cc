@@ -1,0 +1,109 @@
+// UsercornWriter's recording level (usercorn_writer.h): what usercorn's
+// tracer emits, from instructions and syscalls.
+#include <algorithm>
+
+#include "formats/usercorn/usercorn_writer.h"
+
+namespace backstep::core {
+
+Status UsercornWriter::Begin(std::uint64_t pid, std::span<const UsercornRegisterValue> registers,
+                             std::span<const UsercornMapping> mappings,
+                             const MappingReader& read_mapping, std::optional<Address> pc,
+                             std::span<const SpecialRegister> special) {
+  const std::uint64_t count = registers.size() + special.size() + 2 * mappings.size();
+  if (count > 0xffffffffu) return Status::InvalidArgument("usercorn writer: keyframe too large");
+  pid_ = pid;
+  BeginKeyframe(pid, static_cast<std::uint32_t>(count));
+  for (const UsercornRegisterValue& r : registers) Reg(r.unicorn, r.value);
+  for (const auto& [unicorn, value] : special) SpReg(unicorn, value);
+  std::vector<std::uint8_t> data;
+  for (const UsercornMapping& m : mappings) {
+    data.clear();
+    if (read_mapping) {
+      Status s = read_mapping(m, &data);
+      if (!s.ok()) {
+        if (status_.ok()) status_ = s;
+        return s;
+      }
+    }
+    data.resize(m.size);  // NOTE: a mapping is read whole; a 4 GiB one is an error below
+    WriteMapping(m, data);
+  }
+  EndFrame();
+  if (pc) {
+    BeginFrame(pid_);
+    Jmp(*pc, 0);
+  }
+  next_pc_ = pc;
+  return status_;
+}
+
+void UsercornWriter::WriteMapping(const UsercornMapping& m, std::span<const std::uint8_t> data) {
+  MemMap(m);
+  // Go's bytes.Trim(data, "\x00"), then where the rest goes.
+  const auto nonzero = [](std::uint8_t b) { return b != 0; };
+  const auto first = std::find_if(data.begin(), data.end(), nonzero);
+  if (first == data.end()) return MemWrite(m.address, {});
+  const auto last = std::find_if(data.rbegin(), data.rend(), nonzero).base();
+  const std::uint64_t lead = static_cast<std::uint64_t>(first - data.begin());
+  MemWrite(options_.trim_quirk ? m.address : m.address + lead,
+           std::span<const std::uint8_t>(&*first, static_cast<std::size_t>(last - first)));
+}
+
+void UsercornWriter::EnsureFrame() {
+  if (open_.empty()) BeginFrame(pid_);
+}
+
+void UsercornWriter::AppendJump(Address pc) {
+  // usercorn starts a FRAME at every JMP.
+  if (!open_.empty() && open_.back().type == kOpFrame && open_.back().count > 0) EndFrame();
+  EnsureFrame();
+  Jmp(pc, 0);  // block size unknown
+  next_pc_ = pc;
+}
+
+void UsercornWriter::AppendEffects(const UsercornInstruction& insn) {
+  EnsureFrame();
+  for (const MemoryAccess& r : insn.reads) {
+    MemRead(r.address, static_cast<std::uint32_t>(std::min<std::size_t>(r.data.size(), ~0u)));
+  }
+  for (const MemoryAccess& w : insn.writes) MemWrite(w.address, w.data);
+  for (const UsercornRegisterValue& r : insn.registers) Reg(r.unicorn, r.value);
+  for (const auto& [unicorn, value] : insn.special) SpReg(unicorn, value);
+}
+
+void UsercornWriter::AppendInstruction(const UsercornInstruction& insn) {
+  if (insn.pc_known && (!next_pc_ || *next_pc_ != insn.pc)) {
+    AppendJump(insn.pc);
+  } else if (!open_.empty() && open_.back().ops.size() > options_.max_frame_bytes) {
+    EndFrame();
+  }
+  AppendEffects(insn);
+  Step(insn.size);
+  next_pc_.reset();
+  if (insn.pc_known) next_pc_ = insn.pc + insn.size;
+}
+
+void UsercornWriter::AppendJumpEvent(const UsercornInstruction& effects) {
+  EnsureFrame();
+  if (effects.empty()) MemRead(effects.pc, 0);
+  AppendEffects(effects);
+  AppendJump(effects.pc);
+}
+
+void UsercornWriter::AppendSyscall(const UsercornSyscall& s) {
+  EnsureFrame();
+  BeginSyscall(s.num, s.ret, s.args);
+  for (const auto& [address, size] : s.unmaps) MemUnmap(address, size);
+  for (const UsercornMapping& m : s.maps) MemMap(m);
+  for (const MemoryAccess& w : s.writes) MemWrite(w.address, w.data);
+  for (const UsercornRegisterValue& r : s.registers) Reg(r.unicorn, r.value);
+  EndSyscall();
+}
+
+void UsercornWriter::AppendExit() {
+  EnsureFrame();
+  Exit();
+}
+
+}  // namespace backstep::core

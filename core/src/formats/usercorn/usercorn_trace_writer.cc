@@ -1,0 +1,148 @@
+#include "formats/usercorn/usercorn_trace_writer.h"
+
+#include <algorithm>
+
+#include "formats/usercorn/usercorn_events.h"
+
+namespace backstep::core {
+
+Status UsercornTraceWriter::UseThread(ThreadId thread, const std::string& where) {
+  if (thread.value == 0 || thread.value - 1 > kMaxPid) {
+    return Status::Unsupported(where + ": thread " + std::to_string(thread.value) +
+                               " has no usercorn pid (pid = thread - 1)");
+  }
+  if (thread_ && *thread_ != thread) {
+    return Status::Unsupported(where + ": usercorn traces hold one process; thread " +
+                               std::to_string(thread.value) + " is not thread " +
+                               std::to_string(thread_->value));
+  }
+  thread_ = thread;
+  return Status::Ok();
+}
+
+void UsercornTraceWriter::CollectRegisters(const std::vector<RegisterId>& touched) {
+  values_.clear();
+  special_bytes_.clear();
+  special_.clear();
+  const ArchDescription& arch = arch_.arch();
+  for (RegisterId id : touched) {
+    const std::uint16_t unicorn = arch_.UnicornOf(id);
+    if (unicorn == kNoUnicornRegister || !regs_->known(id)) continue;  // not carried: dropped
+    if (arch.info(id).size <= 8) {
+      values_.push_back({unicorn, regs_->u64(id)});
+    } else {
+      auto bytes = regs_->bytes(id);
+      special_bytes_.emplace_back(bytes.begin(), bytes.end());
+    }
+  }
+  std::size_t i = 0;  // special_bytes_ is complete: its buffers no longer move
+  for (RegisterId id : touched) {
+    const std::uint16_t unicorn = arch_.UnicornOf(id);
+    if (unicorn == kNoUnicornRegister || !regs_->known(id) || arch.info(id).size <= 8) continue;
+    special_.emplace_back(unicorn, special_bytes_[i++]);
+  }
+}
+
+Status UsercornTraceWriter::Begin(
+    const TraceHeader& header,
+    const std::vector<std::pair<ThreadId, RegisterFile>>& initial_registers,
+    const InitialMemoryFn& initial_memory) {
+  if (header.arch != &X86_64()) {
+    return Status::Unsupported(path_ + ": backstep writes x86_64 usercorn traces only");
+  }
+  if (header.address_kind != AddressKind::kVirtual) {
+    return Status::Unsupported(path_ +
+                               ": usercorn traces hold virtual memory; converting a "
+                               "physical-memory trace is not supported");
+  }
+  if (initial_registers.size() > 1) {
+    return Status::Unsupported(path_ + ": usercorn traces hold one process; the source has " +
+                               std::to_string(initial_registers.size()) + " threads");
+  }
+  regs_.emplace(arch_.arch());
+  std::uint64_t pid = 0;
+  if (!initial_registers.empty()) {
+    BACKSTEP_RETURN_IF_ERROR(UseThread(initial_registers[0].first, path_));
+    *regs_ = initial_registers[0].second;
+    pid = thread_->value - 1;
+  }
+  // Keyframe registers: tracked ones when non-zero, optional ones when known.
+  std::vector<RegisterId> ids(arch_.tracked().begin(), arch_.tracked().end());
+  for (RegisterId id = 0; id < arch_.arch().register_count(); ++id) {
+    if (arch_.UnicornOf(id) != kNoUnicornRegister && !arch_.IsTracked(id)) ids.push_back(id);
+  }
+  CollectRegisters(ids);
+  std::erase_if(values_, [&](const UsercornRegisterValue& v) {
+    return v.value == 0 && arch_.IsTracked(arch_.Find(v.unicorn));
+  });
+  std::vector<UsercornMapping> mappings;
+  for (const MemoryRegion& r : header.regions) {
+    UsercornMapping& m = mappings.emplace_back();
+    m.address = r.start;
+    m.size = r.size;
+    m.desc = r.name;
+  }
+  auto read = [&](const UsercornMapping& m, std::vector<std::uint8_t>* data) {
+    data->assign(m.size, 0);
+    std::vector<std::uint8_t> known(m.size, 0);
+    if (initial_memory) initial_memory(m.address, *data, known);
+    for (std::size_t i = 0; i < data->size(); ++i) (*data)[i] &= known[i] ? 0xff : 0;
+    return Status::Ok();
+  };
+  BACKSTEP_ASSIGN_OR_RETURN(writer_, UsercornWriter::CreateFile(path_, options_));
+  const RegisterId pc = arch_.arch().pc();
+  return writer_->Begin(pid, values_, mappings, read,
+                        regs_->known(pc) ? std::optional<Address>(regs_->u64(pc)) : std::nullopt,
+                        special_);
+}
+
+Status UsercornTraceWriter::Append(const Event& event) {
+  if (!writer_) return Status::InvalidArgument(path_ + ": Append() before Begin()");
+  const std::string where = path_ + ": event " + std::to_string(events_);
+  BACKSTEP_RETURN_IF_ERROR(UseThread(event.thread, where));
+  if (event.flags != 0) {
+    return Status::Unsupported(where + ": usercorn cannot express an event that clears state");
+  }
+  const RegisterId pc = arch_.arch().pc();
+  const std::optional<Address> before =
+      regs_->known(pc) ? std::optional<Address>(regs_->u64(pc)) : std::nullopt;
+  touched_.clear();
+  for (const RegisterWrite& w : event.registers) {
+    regs_->Apply(w);
+    if (w.reg != pc && std::find(touched_.begin(), touched_.end(), w.reg) == touched_.end()) {
+      touched_.push_back(w.reg);
+    }
+  }
+  const std::optional<Address> after =
+      regs_->known(pc) ? std::optional<Address>(regs_->u64(pc)) : std::nullopt;
+  CollectRegisters(touched_);
+  UsercornInstruction insn;
+  insn.reads = event.reads;
+  insn.writes = event.writes;
+  insn.registers = values_;
+  insn.special = special_;
+  ++events_;
+  if (event.kind == EventKind::kInstruction) {
+    insn.pc_known = before.has_value();
+    insn.pc = before.value_or(0);
+    const std::uint64_t delta = before && after ? *after - *before : 0;
+    insn.size = delta >= 1 && delta <= 15 ? static_cast<std::uint8_t>(delta) : 0;
+    writer_->AppendInstruction(insn);
+    if (after && (!before || *after != *before + insn.size)) writer_->AppendJump(*after);
+  } else if (event.kind == EventKind::kMarker && event.description == "exit" && insn.empty()) {
+    writer_->AppendExit();
+  } else if (after) {
+    insn.pc = *after;
+    writer_->AppendJumpEvent(insn);
+  } else {
+    writer_->AppendEffects(insn);  // no terminator: the effects join the next event
+  }
+  return writer_->status();
+}
+
+Status UsercornTraceWriter::Finish() {
+  if (!writer_) return Status::InvalidArgument(path_ + ": Finish() before Begin()");
+  return writer_->Finish();
+}
+
+}  // namespace backstep::core
