@@ -62,6 +62,17 @@ std::optional<std::string> Args::UnknownOption() const {
   return std::nullopt;
 }
 
+std::vector<std::string> Args::TakeAfterSeparator() {
+  for (std::size_t i = 0; i < words_.size(); ++i) {
+    if (words_[i] == "--") {
+      std::vector<std::string> rest(words_.begin() + i + 1, words_.end());
+      words_.resize(i);
+      return rest;
+    }
+  }
+  return {};
+}
+
 std::optional<std::uint64_t> ParseNumber(std::string_view text) {
   std::string digits;
   for (char c : text) {

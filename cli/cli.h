@@ -31,6 +31,9 @@ class Args {
   std::vector<std::string> Positionals() const;
   // The first remaining word that starts with "--", if any.
   std::optional<std::string> UnknownOption() const;
+  // Removes the first bare "--" and every word after it, and returns those
+  // words (a command line to run: `record -- PROG ARGS`).
+  std::vector<std::string> TakeAfterSeparator();
 
  private:
   std::vector<std::string> words_;
@@ -56,5 +59,7 @@ int RunInfo(Args& args);
 int RunIndex(Args& args);
 int RunDump(Args& args);
 int RunConvert(Args& args);
+int RunRecord(Args& args);
+int RunServe(Args& args);
 
 }  // namespace backstep::cli

@@ -17,6 +17,14 @@ Commands:
                                   state at position N (0 = before the first event;
                                   N may also be "end" or a percentage like 50%)
   convert IN -o OUT --to FORMAT   write IN in another format (formats: reven)
+  serve TRACE [--port N | --stdio] [--listen ADDR] [--exe PATH] [--log FILE]
+                                  serve TRACE to gdb and LLDB (GDB remote protocol) on
+                                  127.0.0.1:1234 (--port 0: a free port, printed on stderr),
+                                  or on stdin/stdout: target remote | backstep serve --stdio T;
+                                  --log FILE records every packet
+  record [-o FILE] [--max-insns N] -- PROG [ARGS]
+                                  run PROG under ptrace and record every instruction
+                                  into a usercorn trace (default FILE: PROG.ucir)
   help                            this text
 
 Common options:
@@ -45,5 +53,7 @@ int main(int argc, char** argv) {
   if (command == "index") return RunIndex(args);
   if (command == "dump") return RunDump(args);
   if (command == "convert") return RunConvert(args);
+  if (command == "record") return RunRecord(args);
+  if (command == "serve") return RunServe(args);
   return Usage("unknown command '" + std::string(command) + "'");
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "testing/reven_fixtures.h"
+#include "testing/usercorn_fixtures.h"
 
 namespace {
 
@@ -113,6 +114,20 @@ bool SeedReven(const fs::path& dir) {
          WriteBytes(dir, "bochs.bin", t::SmallProducerTrace(false));
 }
 
+// usercorn_fuzzer: small valid UCIR files from our writer (every op, both
+// chunk types, straddling chunks) and a generated program's trace.
+bool SeedUsercorn(const fs::path& dir) {
+  namespace t = backstep::core::testing;
+  using backstep::core::SnappyChunkMode;
+  return WriteBytes(dir, "small.ucir", t::SmallUsercornTrace()) &&
+         WriteBytes(dir, "small_stored.ucir",
+                    t::SmallUsercornTrace(SnappyChunkMode::kUncompressed)) &&
+         WriteBytes(dir, "small_compressed.ucir",
+                    t::SmallUsercornTrace(SnappyChunkMode::kCompressed, 65536)) &&
+         WriteBytes(dir, "generated.ucir",
+                    t::GeneratedUsercornTrace(1, 200, SnappyChunkMode::kAuto, 512));
+}
+
 struct Seeder {
   std::string_view fuzzer;
   bool (*write)(const fs::path& dir);
@@ -121,6 +136,7 @@ struct Seeder {
 constexpr Seeder kSeeders[] = {
     {"gdbstub_session_fuzzer", SeedGdbstubSession},
     {"reven_fuzzer", SeedReven},
+    {"usercorn_fuzzer", SeedUsercorn},
 };
 
 }  // namespace

@@ -3,6 +3,9 @@
 //
 //   backstep_make_example OUT [--events N] [--seed S] [--cache-every K]
 //   backstep_make_example --print-stack-address   (a stack address to dump)
+//   backstep_make_example OUT --info   also prints the generator's facts, one
+//       "key value" line each (events, far_pc, far_pc_event, once_address,
+//       once_size, once_event, stack, code_lo, code_hi), for end-to-end tests
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -33,6 +36,7 @@ int main(int argc, char** argv) {
   opts.events = kDefaultEvents;
   std::string out;
   bool print_stack = false;
+  bool print_info = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     if (a == "--events" && i + 1 < argc) {
@@ -41,6 +45,8 @@ int main(int argc, char** argv) {
       opts.seed = std::strtoull(argv[++i], nullptr, 0);
     } else if (a == "--cache-every" && i + 1 < argc) {
       opts.cache_every = std::strtoull(argv[++i], nullptr, 0);
+    } else if (a == "--info") {
+      print_info = true;
     } else if (a == "--print-stack-address") {
       print_stack = true;
     } else if (!a.empty() && a[0] != '-' && out.empty()) {
@@ -75,5 +81,21 @@ int main(int argc, char** argv) {
   std::printf("%s: %llu events, %zu physical regions, cr3 0x%llx\n", out.c_str(),
               static_cast<unsigned long long>(info->events), info->regions.size(),
               static_cast<unsigned long long>(info->cr3));
+  if (print_info) {
+    auto line = [](const char* key, unsigned long long value, bool hex) {
+      std::printf(hex ? "%s 0x%llx\n" : "%s %llu\n", key, value);
+    };
+    line("events", info->events, false);
+    line("far_pc", info->far_pc, true);
+    line("far_pc_event", info->far_pc_event, false);
+    line("once_address", info->once_address, true);
+    line("once_size", info->once_size, false);
+    line("once_event", info->once_event, false);
+    line("stack", StackAddress(*info), true);
+    if (!info->code_addresses.empty()) {
+      line("code_lo", info->code_addresses.front(), true);
+      line("code_hi", info->code_addresses.back(), true);
+    }
+  }
   return 0;
 }

@@ -46,10 +46,27 @@ Status ReplayCursor::ApplyNext() {
     }
     event_at_ = position_;
   }
-  const std::optional<std::size_t> thread = index_.ThreadIndexOf(event_.thread);
+  if (!last_thread_ || last_thread_->first != event_.thread.value) {
+    const std::optional<std::size_t> i = index_.ThreadIndexOf(event_.thread);
+    if (i) last_thread_ = std::pair(event_.thread.value, *i);
+  }
+  const std::optional<std::size_t> thread =
+      last_thread_ && last_thread_->first == event_.thread.value
+          ? std::optional<std::size_t>(last_thread_->second)
+          : std::nullopt;
   if (!thread) {
     return Status::Corruption(trace_.path() + ": event " + std::to_string(position_) +
                               " runs a thread the index does not know");
+  }
+  RegisterFile& file = regs_[*thread];
+  if (!journaling_) {
+    // Plain replay (Seek): no undo information, the journal stays empty.
+    if (event_.flags & kEventClearsRegisters) file.Clear();
+    for (const RegisterWrite& w : event_.registers) file.Apply(w);
+    journal_base_ = ++position_;
+    reader_at_ = position_;
+    event_at_ = kNoEvent;
+    return Status();
   }
   if (journal_.size() >= 2 * index_.keyframe_interval()) {
     journal_.clear();
@@ -59,7 +76,6 @@ Status ReplayCursor::ApplyNext() {
   }
   journal_.push_back({event_reader_position_, static_cast<std::uint32_t>(undo_.size()),
                       static_cast<std::uint32_t>(undo_bytes_.size())});
-  RegisterFile& file = regs_[*thread];
   const auto t = static_cast<std::uint32_t>(*thread);
   bool saved_whole = false;
   auto save_whole = [&] {
@@ -137,10 +153,21 @@ Status ReplayCursor::Seek(Position target) {
       while (position_ > p) UndoLast();
       return Status();
     }
+    journaling_ = false;
     BACKSTEP_RETURN_IF_ERROR(LoadKeyframe(p / interval));
   } else if (position_ < p / interval * interval) {
+    journaling_ = false;
     BACKSTEP_RETURN_IF_ERROR(LoadKeyframe(p / interval));
   }
+  while (position_ < p) BACKSTEP_RETURN_IF_ERROR(ApplyNext());
+  return Status();
+}
+
+// Replays from the keyframe to `p` with undo information, so that the
+// following backward steps are cheap.
+Status ReplayCursor::SeekJournaled(std::uint64_t p) {
+  journaling_ = true;
+  BACKSTEP_RETURN_IF_ERROR(LoadKeyframe(p / index_.keyframe_interval()));
   while (position_ < p) BACKSTEP_RETURN_IF_ERROR(ApplyNext());
   return Status();
 }
@@ -159,7 +186,7 @@ Status ReplayCursor::StepBackward() {
     UndoLast();
     return Status();
   }
-  return Seek(Position(position_ - 1));
+  return SeekJournaled(position_ - 1);
 }
 
 ThreadId ReplayCursor::current_thread() const {

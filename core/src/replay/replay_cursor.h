@@ -8,11 +8,12 @@
 // page through the x86 page walk (paging/x86_paging.h) with the registers of
 // current_thread() at this position.
 //
-// Moving cheaply: every replayed event is journaled (its reader position and
-// the old values of the registers it changed), so StepBackward() and short
-// backward seeks undo events instead of replaying from a keyframe, and
-// forward seeks within reach continue from the current position. The journal
-// holds at most 2 K events.
+// Moving cheaply: forward seeks within reach continue from the current
+// position. Once a backward step had to replay from a keyframe, replayed
+// events are journaled (reader position and old values of the registers they
+// changed), so further StepBackward() calls and short backward seeks undo
+// events instead of replaying; a seek that loads a keyframe stops
+// journaling. The journal holds at most 2 K events.
 //
 // Thread-safety: one thread at a time (Cursor's contract). The Trace must
 // outlive the cursor.
@@ -74,6 +75,7 @@ class ReplayCursor final : public Cursor {
   };
 
   Status LoadKeyframe(std::uint64_t k);
+  Status SeekJournaled(std::uint64_t p);
   // Applies event position_ (decoding it unless cached) and journals it.
   Status ApplyNext();
   void UndoLast();
@@ -92,6 +94,10 @@ class ReplayCursor final : public Cursor {
   Event event_;
   std::uint64_t event_at_ = kNoEvent;
   ReaderPosition event_reader_position_;
+  // Journaling starts with the first backward step that needs a replay and
+  // lasts until a seek loads a keyframe (random seeks do not pay for it).
+  bool journaling_ = false;
+  std::optional<std::pair<std::uint64_t, std::size_t>> last_thread_;  // (tid, index) cache
   std::uint64_t journal_base_ = 0;  // journal_[i] is event journal_base_ + i
   std::vector<JournalEntry> journal_;
   std::vector<UndoRecord> undo_;

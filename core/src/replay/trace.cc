@@ -41,7 +41,10 @@ Expected<std::shared_ptr<Trace>> Trace::OpenWith(ReaderFactory make_reader,
   return TraceOpener::Open(std::move(make_reader), path, options);
 }
 
-Trace::~Trace() = default;
+Trace::~Trace() {
+  // Pooled cursors refer to this trace: drop them before the index.
+  pool_.clear();
+}
 
 const TraceHeader& Trace::header() const { return reader_->header(); }
 
@@ -64,6 +67,24 @@ Expected<std::unique_ptr<Cursor>> Trace::NewCursor() const {
 }
 
 Expected<std::unique_ptr<TraceReader>> Trace::NewReader() const { return make_reader_(); }
+
+Expected<std::unique_ptr<Cursor>> Trace::AcquireCursor() const {
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    if (!pool_.empty()) {
+      std::unique_ptr<Cursor> cursor = std::move(pool_.back());
+      pool_.pop_back();
+      return cursor;
+    }
+  }
+  return NewCursor();
+}
+
+void Trace::ReleaseCursor(std::unique_ptr<Cursor> cursor) const {
+  constexpr std::size_t kMaxIdle = 4;
+  std::lock_guard<std::mutex> lock(pool_mutex_);
+  if (cursor && pool_.size() < kMaxIdle) pool_.push_back(std::move(cursor));
+}
 
 void Trace::ReadInitialMemory(Address address, std::span<std::uint8_t> out,
                               std::span<std::uint8_t> known) const {

@@ -16,10 +16,14 @@ Expected<std::vector<NativeRange>> NativeRanges(const Trace& trace, Address addr
   }
   std::vector<NativeRange> out;
   if (physical && kind == AddressKind::kVirtual) {
-    BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<Cursor> cursor, trace.NewCursor());
-    BACKSTEP_RETURN_IF_ERROR(cursor->Seek(at));
-    // NOTE: Trace::NewCursor always makes a ReplayCursor.
-    return static_cast<const ReplayCursor&>(*cursor).TranslateRange(address, length);
+    BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<Cursor> cursor, trace.AcquireCursor());
+    Status moved = cursor->Seek(at);
+    // NOTE: Trace's cursors are always ReplayCursors.
+    auto ranges = moved.ok()
+                      ? static_cast<const ReplayCursor&>(*cursor).TranslateRange(address, length)
+                      : Expected<std::vector<NativeRange>>(moved);
+    trace.ReleaseCursor(std::move(cursor));
+    return ranges;
   }
   while (length > 0) {
     const std::uint64_t n = std::min<std::uint64_t>(length, kPageSize - (address & (kPageSize - 1)));

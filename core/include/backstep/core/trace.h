@@ -85,6 +85,12 @@ class Trace {
   Expected<std::unique_ptr<Cursor>> NewCursor() const;
   // A new reader of the same file (for streaming consumers: convert, export).
   Expected<std::unique_ptr<TraceReader>> NewReader() const;
+  // A cursor from a small pool of idle ones (or a new one), for searches
+  // that need the state at a position (page walks of physical traces);
+  // give it back with ReleaseCursor(). Saves opening a reader per search.
+  // Thread-safe.
+  Expected<std::unique_ptr<Cursor>> AcquireCursor() const;
+  void ReleaseCursor(std::unique_ptr<Cursor> cursor) const;
   // The initial memory image (TraceReader::ReadInitialMemory), in the
   // trace's address space. Thread-safe (serialized).
   void ReadInitialMemory(Address address, std::span<std::uint8_t> out,
@@ -96,6 +102,8 @@ class Trace {
   ReaderFactory make_reader_;
   mutable std::mutex reader_mutex_;      // guards reader_'s initial-memory reads
   std::unique_ptr<TraceReader> reader_;  // for header() and initial memory
+  mutable std::mutex pool_mutex_;
+  mutable std::vector<std::unique_ptr<Cursor>> pool_;  // idle cursors
   std::unique_ptr<TraceIndex> index_;
   IndexStatus index_status_;
   friend class TraceOpener;

@@ -168,9 +168,10 @@ std::vector<std::size_t> TfileDefinitions::FindTracepoints(std::uint32_t number)
   return out;
 }
 
-Status ParseTfileDefinitionLine(std::string_view line, const std::string& where,
-                                TfileDefinitions* defs) {
-  std::string warning;
+Status ParseTfileDefinitionLine(std::string_view line, TfileDefinitions* defs,
+                                std::string* warning_out) {
+  std::string& warning = *warning_out;
+  warning.clear();
   if (line.starts_with("R ")) {
     const auto size = ParseHexU64(line.substr(2));
     if (!size) {
@@ -196,7 +197,6 @@ Status ParseTfileDefinitionLine(std::string_view line, const std::string& where,
   } else {
     warning = "unknown definition '" + tfile_text::Printable(line) + "' ignored";
   }
-  if (!warning.empty()) defs->warnings.push_back(where + ": " + warning);
   return Status::Ok();
 }
 

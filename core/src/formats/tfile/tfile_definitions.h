@@ -77,7 +77,7 @@ struct TfileDefinitions {
   std::optional<TfileStatus> status;
   std::vector<TfileTsv> tsvs;                // in file order
   std::vector<TfileTracepoint> tracepoints;  // in order of first appearance
-  std::vector<std::string> warnings;         // "line 7: unknown definition 'foo'"
+  std::vector<std::string> warnings;         // "line 7 at offset 0x1f: unknown definition 'foo' ignored"
 
   std::string TdescXml() const;
   // Index in `tracepoints` of the locations with target number `number`.
@@ -91,11 +91,11 @@ struct TfileDefinitions {
 };
 
 // Parses one definition line (without its '\n'; not empty) into *defs.
-// `where` ("line 5 at offset 0x1a") prefixes warnings; the caller prefixes
-// errors with the file and `where`. Returns Corruption only for what gdb
-// refuses; anything else it would skip becomes a warning.
-Status ParseTfileDefinitionLine(std::string_view line, const std::string& where,
-                                TfileDefinitions* defs);
+// Returns Corruption only for what gdb refuses; anything else it would skip
+// sets *warning (left empty otherwise). Neither names the line: the caller
+// adds the file, line number and offset.
+Status ParseTfileDefinitionLine(std::string_view line, TfileDefinitions* defs,
+                                std::string* warning);
 
 // Parses the text after "status " (tracepoint.c parse_trace_status). Fields
 // that do not parse are left unset and named in *warning (gdb errors on a

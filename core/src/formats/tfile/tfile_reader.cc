@@ -47,26 +47,30 @@ Status TfileReader::ParseDefinitions() {
                               "\", expected \"\\x7fTRACE0\\n\"");
   }
   std::size_t at = kTfileMagic.size();
+  std::string warning;
   for (std::uint64_t line_number = 2;; ++line_number) {
-    const std::string where = "line " + std::to_string(line_number) + " at offset " + HexU64(at);
+    auto where = [&, line_at = at] {
+      return "line " + std::to_string(line_number) + " at offset " + HexU64(line_at);
+    };
     const std::string_view window = text.substr(at, kTfileMaxLineLength);
     const std::size_t nl = window.find('\n');
     if (nl == std::string_view::npos) {
       if (window.size() == kTfileMaxLineLength) {
-        return Status::Corruption(file + ": " + where + ": definition line of " +
+        return Status::Corruption(file + ": " + where() + ": definition line of " +
                                   std::to_string(kTfileMaxLineLength) +
                                   " or more characters (gdb's limit is " +
                                   std::to_string(kTfileMaxLineLength - 1) + ")");
       }
-      return Status::Corruption(file + ": " + where +
+      return Status::Corruption(file + ": " + where() +
                                 ": the file ends inside the definitions (no blank line before "
                                 "the frames)");
     }
     const std::string_view line = window.substr(0, nl);
     at += nl + 1;
     if (line.empty()) break;
-    Status s = ParseTfileDefinitionLine(line, where, &defs_);
-    if (!s.ok()) return Status::Corruption(file + ": " + where + ": " + s.message());
+    Status s = ParseTfileDefinitionLine(line, &defs_, &warning);
+    if (!s.ok()) return Status::Corruption(file + ": " + where() + ": " + s.message());
+    if (!warning.empty()) defs_.warnings.push_back(where() + ": " + warning);
   }
   first_frame_ = at;
   if (!defs_.register_block_size) {

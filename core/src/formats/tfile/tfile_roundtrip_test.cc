@@ -123,8 +123,13 @@ TEST(TfileRoundTripTest, SmallFile) {
 TEST(TfileRoundTripTest, Definitions) {
   std::vector<TfileTsv> tsvs = {{1, 0, true, "trace_timestamp"}, {7, -42, false, "neg"}};
   std::vector<TfileTracepoint> tps(3);
-  tps[0] = {.number = 9, .address = 0xffffffff81000000, .enabled = false, .step_count = 3,
-            .pass_count = 10, .fast_size = 5, .is_static = false, .condition = "2600071a27"};
+  tps[0].number = 9;
+  tps[0].address = 0xffffffff81000000;
+  tps[0].enabled = false;
+  tps[0].step_count = 3;
+  tps[0].pass_count = 10;
+  tps[0].fast_size = 5;
+  tps[0].condition = "2600071a27";
   tps[0].actions = {"R0100c0", "X0000000F,26000622100222e816080222080c27", "L"};
   tps[0].step_actions = {"M7,-8,10"};
   tps[0].at_string = "*0xffffffff81000000";
@@ -132,8 +137,10 @@ TEST(TfileRoundTripTest, Definitions) {
   tps[0].cmd_strings = {"collect $rip", "while-stepping 3", "collect $regs", "end"};
   tps[0].hits = 0x1234;
   tps[0].traceframe_usage = 0;
-  tps[1] = {.number = 0x7fff, .address = 0, .is_static = true};
-  tps[2] = {.number = 0x10000, .address = 0x401000};  // cannot own frames, but can exist
+  tps[1].number = 0x7fff;
+  tps[1].is_static = true;
+  tps[2].number = 0x10000;  // cannot own frames, but can exist
+  tps[2].address = 0x401000;
   for (auto& tp : tps) tp.defined = true;
   std::vector<std::uint8_t> bytes;
   auto w = TfileWriter::CreateInMemory(&bytes);
@@ -233,7 +240,9 @@ TEST(TfileRoundTripTest, TellSeekResume) {
     auto more = reader->Next(&e);
     ASSERT_TRUE(more.ok());
     EXPECT_EQ(*more, i < described.size());
-    if (*more) EXPECT_EQ(testing::DescribeEvent(e), described[i]);
+    if (*more) {
+      EXPECT_EQ(testing::DescribeEvent(e), described[i]);
+    }
   }
   EXPECT_EQ(reader->Seek({positions[1].offset + 1, 1}).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(reader->Seek({positions[1].offset, 2}).code(), StatusCode::kInvalidArgument);
@@ -267,7 +276,9 @@ TEST(TfileWriterTest, WritesAtomicallyToDisk) {
 }
 
 TEST(TfileWriterTest, RefusesWhatGdbCannotRead) {
-  TfileTracepoint long_cmd{.number = 1, .address = 0x1000};
+  TfileTracepoint long_cmd;
+  long_cmd.number = 1;
+  long_cmd.address = 0x1000;
   long_cmd.cmd_strings = {std::string(600, 'c')};  // 1200 hex digits
   std::vector<std::uint8_t> bytes;
   auto w = TfileWriter::CreateInMemory(&bytes);

@@ -106,53 +106,87 @@ Expected<bool> UsercornEventDecoder::Next(UsercornCursor* at, Event* event) {
   Work w;
   w.event = event;
   w.pid = c.pid;
+  bool leftover = false;  // the data ends before a STEP or JMP completes the event
   for (;;) {
     const UsercornCursor start{stream_->Tell(), c.frame_left, c.pid, false};
+    // A complete event is delivered even when its tail is damaged: the
+    // tail op is undone and the next call reports the damage.
+    const Work saved = w;
+    const std::size_t registers = event->registers.size(), writes = writes_.size(),
+                      description = description_.size();
     std::uint8_t type = 0;
     Status s = stream_->Peek(&type);
-    if (s.ok() && w.complete && !TailAbsorbs(type, w)) {
-      *at = start;
-      break;
+    if (s.ok() && w.complete) {
+      Expected<bool> absorbs = TailAbsorbs(type, w);
+      if (!absorbs.ok()) s = absorbs.status();
+      if (s.ok() && !*absorbs) {
+        *at = start;
+        break;
+      }
     }
     bool stop = false;
     if (s.ok()) s = Consume(c, w, &stop);
-    if (s.IsOutOfRange() && w.complete) {  // the data ends after a complete event
-      BACKSTEP_RETURN_IF_ERROR(stream_->Seek(start.pos));
-      *at = start;
-      break;
-    }
-    if (!s.ok()) {
+    if (!s.ok() && !s.IsOutOfRange() && !saved.complete) {
       event->Clear();
-      if (s.IsOutOfRange()) return false;  // nothing completes another event
       return s;
     }
-    if (stop) {  // a FRAME of another process starts the next event
+    if (!s.ok() || stop) {
+      if (s.IsOutOfRange() && !saved.content) {
+        event->Clear();
+        return false;  // nothing left
+      }
+      w = saved;
+      event->registers.resize(registers);
+      writes_.resize(writes);
+      description_.resize(description);
       BACKSTEP_RETURN_IF_ERROR(stream_->Seek(start.pos));
       *at = start;
+      leftover = !w.complete;  // only at the end of the data
       break;
     }
   }
-  at->pending_exit = w.exit;
-  Finish(w);
+  at->pending_exit = w.exit && !leftover;
+  Finish(w, leftover);
   return true;
 }
 
-bool UsercornEventDecoder::TailAbsorbs(std::uint8_t type, const Work& w) {
+Expected<bool> UsercornEventDecoder::TailAbsorbs(std::uint8_t type, const Work& w) {
   switch (type) {
     case kOpJmp:
       return !w.jmp;
+    case kOpSyscall: {
+      // usercorn appends the SYSCALL of exit() (holding EXIT) before the
+      // STEP of its instruction, every other one after it.
+      BACKSTEP_ASSIGN_OR_RETURN(bool exits, SyscallHoldsExit());
+      return !exits;
+    }
     case kOpNop:
     case kOpFrame:
     case kOpKeyframe:
     case kOpMemMap:
     case kOpMemUnmap:
     case kOpMemProt:
-    case kOpSyscall:
-    case kOpExit:
       return true;
-    default:  // the next instruction's ops; unknown types are the next event's error
+    default:  // the next instruction's ops, EXIT (usercorn writes it before the
+              // exiting instruction's STEP), unknown types (the next event's error)
       return false;
   }
+}
+
+Expected<bool> UsercornEventDecoder::SyscallHoldsExit() {
+  const SnappyPos start = stream_->Tell();
+  bool exits = false;
+  scratch_.clear();
+  Status s = ReadUcirOp(*stream_, &op_, &scratch_, kMaxEventData);
+  for (std::uint32_t i = 0, n = op_.count; s.ok() && i < n && !exits; ++i) {
+    scratch_.clear();
+    s = ReadUcirOp(*stream_, &op_, &scratch_, kMaxEventData);
+    exits = s.ok() && op_.type == kOpExit;
+  }
+  scratch_.clear();
+  if (!s.ok() && !s.IsOutOfRange()) return s;
+  BACKSTEP_RETURN_IF_ERROR(stream_->Seek(start));
+  return exits;
 }
 
 Status UsercornEventDecoder::Consume(UsercornCursor& c, Work& w, bool* stop) {
@@ -288,6 +322,13 @@ void UsercornEventDecoder::ApplyRegister(std::uint16_t unicorn, std::span<const 
   r.op = RegisterOp::kSet;
   const std::size_t n = std::min<std::size_t>(value.size(), arch_->arch().info(id).size);
   std::memcpy(r.value, value.data(), n);
+  const RegisterId high = arch_->FindHigh(unicorn);
+  if (high == kNoRegister || value.size() <= n) return;
+  RegisterWrite& h = w.event->registers.emplace_back();
+  h.reg = high;
+  h.op = RegisterOp::kSet;
+  std::memcpy(h.value, value.data() + n,
+              std::min<std::size_t>(value.size() - n, arch_->arch().info(high).size));
 }
 
 void UsercornEventDecoder::Describe(const std::string& text) {
@@ -295,10 +336,16 @@ void UsercornEventDecoder::Describe(const std::string& text) {
   description_ += text;
 }
 
-void UsercornEventDecoder::Finish(const Work& w) {
+void UsercornEventDecoder::Finish(const Work& w, bool leftover) {
   Event& e = *w.event;
   e.thread = UsercornThread(w.pid);
   e.kind = EventKind::kInstruction;
+  if (leftover) {
+    e.kind = EventKind::kMarker;
+    std::string text = w.exit ? "exit" : "effects after the last instruction";
+    if (!description_.empty()) text += "; " + description_;
+    description_ = std::move(text);
+  }
   if (w.rip != Rip::kNone) {
     RegisterWrite& r = e.registers.emplace_back();
     r.reg = pc_;

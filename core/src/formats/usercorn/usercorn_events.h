@@ -4,9 +4,12 @@
 //   * One event per STEP: the ops of the instruction (MEM_READ/MEM_WRITE,
 //     REG, in stream order), its STEP, and then the "tail" that follows it
 //     up to the next instruction's first op: SYSCALL (the kernel's side
-//     effects of a syscall instruction), MEM_MAP/UNMAP/PROT, EXIT, NOPs,
-//     FRAME headers and at most one JMP. Whatever a tail holds applies
-//     before the next instruction.
+//     effects of a syscall instruction), MEM_MAP/UNMAP/PROT, NOPs, FRAME
+//     headers and at most one JMP. Whatever a tail holds applies before the
+//     next instruction.
+//   * EXIT, and a SYSCALL holding EXIT, are the next instruction's: usercorn
+//     appends them before the STEP of the exiting instruction. The event
+//     holding EXIT is followed by a kMarker "exit" event.
 //   * rip: STEP adds the instruction's size, a JMP sets it; the event
 //     carries the composition as its last register write: a SET of the JMP
 //     target when a JMP redirects, else an ADD of the size (the reader keeps
@@ -14,8 +17,6 @@
 //   * A JMP that no STEP precedes in its event completes an event of its
 //     own (a rep iteration or a self-jump usercorn records as block entries
 //     only, or a block of a block-only trace): its ops, then rip = target.
-//   * EXIT (even nested in the SYSCALL of exit()) yields a kMarker "exit"
-//     event right after the event that holds it.
 //   * A tail stops at a FRAME of another pid: the event's thread is
 //     ThreadId(pid + 1) of the frame its STEP or JMP is in.
 //   * SYSCALL is decoded whole; nested FRAME, KEYFRAME, SYSCALL or STEP is
@@ -24,9 +25,12 @@
 // MEM_MAP zero-fills mappings of at most kMaxMapZeroFill bytes; MAP, UNMAP
 // and PROT are named in the event's description, with syscalls.
 //
-// End of data: an event whose STEP (or JMP) was read is delivered; ops
-// after it that do not complete another event are ignored. A cut chunk or
-// op at the end of the file therefore ends the trace cleanly.
+// End of data (the end of the file, or a chunk or op it cuts): an event
+// whose STEP or JMP was read is delivered; complete ops that follow and
+// complete no event form a last kMarker event ("exit" when they hold EXIT,
+// else "effects after the last instruction"). So a truncated file ends
+// cleanly. Damage (CRC, unknown op, nesting) in a complete event's tail ends
+// that event; the next call reports it.
 //
 // Thread-safety: one thread at a time (it drives one SnappyStream).
 #pragma once
@@ -99,7 +103,10 @@ class UsercornEventDecoder {
     std::uint64_t size;
   };
 
-  static bool TailAbsorbs(std::uint8_t type, const Work& w);
+  // Whether the tail of a complete event takes the op of `type` next.
+  Expected<bool> TailAbsorbs(std::uint8_t type, const Work& w);
+  // Reads the SYSCALL at the stream's position and comes back.
+  Expected<bool> SyscallHoldsExit();
   // Reads and applies one op (a whole SYSCALL). *stop: it was a FRAME of
   // another pid in a tail, which belongs to the next event.
   Status Consume(UsercornCursor& c, Work& w, bool* stop);
@@ -107,7 +114,7 @@ class UsercornEventDecoder {
   Status Apply(const UcirOpFields& op, UsercornCursor& c, Work& w, bool nested, SnappyPos at);
   void ApplyRegister(std::uint16_t unicorn, std::span<const std::uint8_t> value, Work& w);
   void Describe(const std::string& text);
-  void Finish(const Work& w);
+  void Finish(const Work& w, bool leftover);
   Status Corrupt(SnappyPos at, const std::string& what) const;
   Status CheckPid(std::uint64_t pid, SnappyPos at) const;
 
@@ -115,7 +122,8 @@ class UsercornEventDecoder {
   const UsercornArch* arch_;
   RegisterId pc_;
   UcirOpFields op_;
-  std::vector<std::uint8_t> arena_;  // data of the current event's ops
+  std::vector<std::uint8_t> arena_;    // data of the current event's ops
+  std::vector<std::uint8_t> scratch_;  // SyscallHoldsExit()'s
   std::vector<PendingWrite> writes_;
   std::string description_;
 };

@@ -18,10 +18,14 @@ Status ReadFixed(SnappyStream& in, std::uint8_t* buf, std::size_t n, ByteReader*
   return Status::Ok();
 }
 
+std::string Where(const std::string& name, SnappyPos at) {
+  return name + ": op stream at offset " + HexU64(at.chunk) + " +" + HexU64(at.offset);
+}
+
 Status ReadData(SnappyStream& in, std::uint64_t n, std::vector<std::uint8_t>* arena,
-                std::uint64_t limit, const std::string& where) {
+                std::uint64_t limit, SnappyPos at) {
   if (n > limit || arena->size() > limit - n) {
-    return Status::Unsupported(in.name() + ": op stream at " + where + ": " + std::to_string(n) +
+    return Status::Unsupported(Where(in.name(), at) + ": " + std::to_string(n) +
                                " more bytes of data would exceed backstep's limit of " +
                                std::to_string(limit) + " per event");
   }
@@ -45,7 +49,7 @@ std::string UcirProtString(std::uint8_t prot) {
 
 Status ReadUcirOp(SnappyStream& in, UcirOpFields* op, std::vector<std::uint8_t>* arena,
                   std::uint64_t arena_limit) {
-  const std::string where = in.Where();
+  const SnappyPos at = in.Tell();  // formatted only for messages
   BACKSTEP_RETURN_IF_ERROR(in.Read(&op->type, 1));
   std::uint8_t buf[kMemMapHeaderBytes];
   ByteReader r;
@@ -79,13 +83,13 @@ Status ReadUcirOp(SnappyStream& in, UcirOpFields* op, std::vector<std::uint8_t>*
       op->reg = r.U16();
       op->size = r.U16();
       op->data = arena->size();
-      return ReadData(in, op->size, arena, arena_limit, where);
+      return ReadData(in, op->size, arena, arena_limit, at);
     case kOpMemWrite:
       BACKSTEP_RETURN_IF_ERROR(ReadFixed(in, buf, kMemWriteHeaderBytes, &r));
       op->addr = r.U64();
       op->size = r.U32();
       op->data = arena->size();
-      return ReadData(in, op->size, arena, arena_limit, where);
+      return ReadData(in, op->size, arena, arena_limit, at);
     case kOpMemMap: {
       BACKSTEP_RETURN_IF_ERROR(ReadFixed(in, buf, kMemMapHeaderBytes, &r));
       op->addr = r.U64();
@@ -124,8 +128,7 @@ Status ReadUcirOp(SnappyStream& in, UcirOpFields* op, std::vector<std::uint8_t>*
       return Status::Ok();
     }
     default:
-      return Status::Corruption(in.name() + ": op stream at " + where + ": unknown op type " +
-                                HexU64(op->type));
+      return Status::Corruption(Where(in.name(), at) + ": unknown op type " + HexU64(op->type));
   }
 }
 

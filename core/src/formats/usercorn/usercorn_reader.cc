@@ -122,8 +122,10 @@ Status UsercornReader::ReadKeyframe(UsercornCursor* cursor) {
   if (s.IsOutOfRange()) return cut(0, 0);
   BACKSTEP_RETURN_IF_ERROR(s);
   if (op.pid > kMaxPid) {
-    return Status::Unsupported(file + ": keyframe: pid " + std::to_string(op.pid) +
-                               " is too large");
+    return Status::Unsupported(file + ": keyframe at offset " + HexU64(start.chunk) + " +" +
+                               HexU64(start.offset) + ": pid " + std::to_string(op.pid) +
+                               " is too large (backstep handles pids up to " +
+                               std::to_string(kMaxPid) + ")");
   }
   keyframe_pid_ = op.pid;
   RegisterFile regs(arch_->arch());
@@ -173,11 +175,17 @@ Status UsercornReader::ApplyKeyframeOp(const UcirOpFields& op, SnappyPos at, Reg
         regs.Set(id, std::span<const std::uint8_t>(value, size));
         return Status::Ok();
       }
-      if (op.size != size) {
+      const RegisterId high = arch_->FindHigh(op.reg);  // YMMn: xmmN + ymmNh
+      const std::uint16_t high_size = high == kNoRegister ? 0 : arch_->arch().info(high).size;
+      if (op.size != size + high_size) {
         return error("SPREG of " + std::string(arch_->arch().info(id).name) + " holds " +
-                     std::to_string(op.size) + " bytes, the register has " + std::to_string(size));
+                     std::to_string(op.size) + " bytes, the register has " +
+                     std::to_string(size + high_size));
       }
       regs.Set(id, std::span<const std::uint8_t>(arena_.data() + op.data, size));
+      if (high != kNoRegister) {
+        regs.Set(high, std::span<const std::uint8_t>(arena_.data() + op.data + size, high_size));
+      }
       return Status::Ok();
     }
     case kOpMemMap:

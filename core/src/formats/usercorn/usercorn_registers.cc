@@ -22,6 +22,20 @@ constexpr UnicornRegister kX86_64[] = {
     {126, "xmm4", false},  {127, "xmm5", false},   {128, "xmm6", false},    {129, "xmm7", false},
     {130, "xmm8", false},  {131, "xmm9", false},   {132, "xmm10", false},   {133, "xmm11", false},
     {134, "xmm12", false}, {135, "xmm13", false},  {136, "xmm14", false},   {137, "xmm15", false},
+    // x87 and SSE control (backstep record): FPCW, FPSW (with TOP), the
+    // full FPTAG word, MXCSR, and FP0-7 = physical R0-R7 (SPREG, 10 bytes).
+    {246, "fctrl", false}, {31, "fstat", false},   {247, "ftag", false},    {249, "mxcsr", false},
+    {82, "fpr0", false},   {83, "fpr1", false},    {84, "fpr2", false},     {85, "fpr3", false},
+    {86, "fpr4", false},   {87, "fpr5", false},    {88, "fpr6", false},     {89, "fpr7", false},
+    // YMM0-15 (SPREG, 32 bytes): the low half is xmmN, the high half ymmNh.
+    {154, "xmm0", false, "ymm0h"},    {155, "xmm1", false, "ymm1h"},
+    {156, "xmm2", false, "ymm2h"},    {157, "xmm3", false, "ymm3h"},
+    {158, "xmm4", false, "ymm4h"},    {159, "xmm5", false, "ymm5h"},
+    {160, "xmm6", false, "ymm6h"},    {161, "xmm7", false, "ymm7h"},
+    {162, "xmm8", false, "ymm8h"},    {163, "xmm9", false, "ymm9h"},
+    {164, "xmm10", false, "ymm10h"},  {165, "xmm11", false, "ymm11h"},
+    {166, "xmm12", false, "ymm12h"},  {167, "xmm13", false, "ymm13h"},
+    {168, "xmm14", false, "ymm14h"},  {169, "xmm15", false, "ymm15h"},
 };
 constexpr std::uint16_t kX86_64Pc = 41;  // UC_X86_REG_RIP
 
@@ -38,8 +52,16 @@ UsercornArch::UsercornArch(std::string_view name, const ArchDescription& arch,
     const std::optional<RegisterId> id = arch.Find(r.name);
     assert(id.has_value() && "usercorn register table names an unknown register");
     if (!id) continue;
-    if (r.unicorn >= by_enum_.size()) by_enum_.resize(r.unicorn + 1u, kNoRegister);
+    if (r.unicorn >= by_enum_.size()) {
+      by_enum_.resize(r.unicorn + 1u, kNoRegister);
+      high_.resize(r.unicorn + 1u, kNoRegister);
+    }
     by_enum_[r.unicorn] = *id;
+    if (!r.high.empty()) {
+      const std::optional<RegisterId> high = arch.Find(r.high);
+      assert(high.has_value() && "usercorn register table names an unknown register");
+      if (high) high_[r.unicorn] = *high;
+    }
     if (by_register_[*id] == kNoUnicornRegister) by_register_[*id] = r.unicorn;
     if (r.tracked) tracked_.push_back(*id);
   }

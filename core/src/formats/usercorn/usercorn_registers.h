@@ -34,6 +34,9 @@ struct UnicornRegister {
   std::uint16_t unicorn = 0;  // UC_<ARCH>_REG_* value
   std::string_view name;      // canonical name in the ArchDescription
   bool tracked = false;
+  // A wide register stored as two: the bytes past `name`'s size go to
+  // `high` (x86_64 YMMn: xmmN + ymmNh). Empty for the others.
+  std::string_view high = {};
 };
 
 inline constexpr std::uint16_t kNoUnicornRegister = 0xffff;
@@ -51,6 +54,11 @@ class UsercornArch {
   RegisterId Find(std::uint16_t unicorn) const {
     return unicorn < by_enum_.size() ? by_enum_[unicorn] : kNoRegister;
   }
+  // For a wide enum, the register holding the bytes past Find()'s size;
+  // kNoRegister for the others.
+  RegisterId FindHigh(std::uint16_t unicorn) const {
+    return unicorn < high_.size() ? high_[unicorn] : kNoRegister;
+  }
   // Unicorn enum for a canonical register (the first table entry naming it);
   // kNoUnicornRegister when the format cannot carry it.
   std::uint16_t UnicornOf(RegisterId id) const {
@@ -65,6 +73,7 @@ class UsercornArch {
   const ArchDescription* arch_;
   std::uint16_t pc_enum_;
   std::vector<RegisterId> by_enum_;
+  std::vector<RegisterId> high_;  // by enum: FindHigh()
   std::vector<std::uint16_t> by_register_;
   std::vector<RegisterId> tracked_;
 };

@@ -104,8 +104,8 @@ Status UsercornTraceWriter::Append(const Event& event) {
     return Status::Unsupported(where + ": usercorn cannot express an event that clears state");
   }
   const RegisterId pc = arch_.arch().pc();
-  const std::optional<Address> before =
-      regs_->known(pc) ? std::optional<Address>(regs_->u64(pc)) : std::nullopt;
+  const bool has_before = regs_->known(pc);
+  const Address from = regs_->u64(pc);  // 0 when unknown
   touched_.clear();
   for (const RegisterWrite& w : event.registers) {
     regs_->Apply(w);
@@ -113,8 +113,8 @@ Status UsercornTraceWriter::Append(const Event& event) {
       touched_.push_back(w.reg);
     }
   }
-  const std::optional<Address> after =
-      regs_->known(pc) ? std::optional<Address>(regs_->u64(pc)) : std::nullopt;
+  const bool has_after = regs_->known(pc);
+  const Address to = regs_->u64(pc);
   CollectRegisters(touched_);
   UsercornInstruction insn;
   insn.reads = event.reads;
@@ -123,16 +123,16 @@ Status UsercornTraceWriter::Append(const Event& event) {
   insn.special = special_;
   ++events_;
   if (event.kind == EventKind::kInstruction) {
-    insn.pc_known = before.has_value();
-    insn.pc = before.value_or(0);
-    const std::uint64_t delta = before && after ? *after - *before : 0;
+    insn.pc_known = has_before;
+    insn.pc = from;
+    const std::uint64_t delta = has_before && has_after ? to - from : 0;
     insn.size = delta >= 1 && delta <= 15 ? static_cast<std::uint8_t>(delta) : 0;
     writer_->AppendInstruction(insn);
-    if (after && (!before || *after != *before + insn.size)) writer_->AppendJump(*after);
+    if (has_after && (!has_before || to != from + insn.size)) writer_->AppendJump(to);
   } else if (event.kind == EventKind::kMarker && event.description == "exit" && insn.empty()) {
     writer_->AppendExit();
-  } else if (after) {
-    insn.pc = *after;
+  } else if (has_after) {
+    insn.pc = to;
     writer_->AppendJumpEvent(insn);
   } else {
     writer_->AppendEffects(insn);  // no terminator: the effects join the next event

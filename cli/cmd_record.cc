@@ -1,0 +1,105 @@
+// backstep record [-o FILE] [--max-insns N] -- PROG [ARGS]
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "cli/cli.h"
+#include "recorder/recorder.h"
+#include "recorder/usercorn_sink.h"
+
+namespace backstep::cli {
+namespace {
+
+std::string DefaultOutput(const std::string& program) {
+  const std::size_t slash = program.rfind('/');
+  return (slash == std::string::npos ? program : program.substr(slash + 1)) + ".ucir";
+}
+
+std::uint64_t FileSize(const std::string& path) {
+  struct stat st{};
+  return stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+}
+
+}  // namespace
+
+int RunRecord(Args& args) {
+  std::vector<std::string> command = args.TakeAfterSeparator();
+  std::optional<std::string> output = args.TakeOption("o");
+  if (!output) output = args.TakeOption("output");
+  // `-o FILE` (one dash) is not an Args option: take it from the positionals.
+  std::vector<std::string> rest = args.Positionals();
+  if (!output && rest.size() == 2 && rest[0] == "-o") {
+    output = rest[1];
+    rest.clear();
+  }
+  std::optional<std::string> max = args.TakeOption("max-insns");
+  if (std::optional<std::string> bad = args.UnknownOption()) {
+    return Usage("record: unknown option '" + *bad + "'");
+  }
+  if (!rest.empty()) return Usage("record: unexpected '" + rest[0] + "' (put the program after --)");
+  if (command.empty()) return Usage("record: no program (usage: record [-o FILE] -- PROG [ARGS])");
+  record::RecordOptions options;
+  options.spawn.argv = command;
+  if (max) {
+    options.max_instructions = ParseNumber(*max);
+    if (!options.max_instructions) return Usage("record: --max-insns wants a number");
+  }
+  const std::string path = output ? *output : DefaultOutput(command[0]);
+  const bool tty = isatty(STDERR_FILENO);
+  const auto start = std::chrono::steady_clock::now();
+  auto last = start;
+  options.progress = [&](std::uint64_t n) {
+    const auto now = std::chrono::steady_clock::now();
+    if (tty && now - last > std::chrono::milliseconds(200)) {
+      last = now;
+      const double secs = std::chrono::duration<double>(now - start).count();
+      std::fprintf(stderr, "\rrecording: %llu instructions, %.0f/s ",
+                   static_cast<unsigned long long>(n), secs > 0 ? n / secs : 0.0);
+    }
+    return !Interrupted();
+  };
+  core::Expected<std::unique_ptr<record::UsercornSink>> sink = record::UsercornSink::Create(path);
+  if (!sink.ok()) return Fail(sink.status());
+  core::Expected<record::RecordResult> result = record::Record(options, **sink);
+  if (tty) std::fputs("\r\033[K", stderr);
+  if (!result.ok()) {
+    Fail(result.status());
+    if (FileSize(path) > 0) {
+      std::fprintf(stderr, "backstep: %s holds the recording up to that point\n", path.c_str());
+    }
+    return 1;
+  }
+  const record::RecordResult& r = *result;
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::uint64_t bytes = FileSize(path);
+  const char* why = "";
+  switch (r.end) {
+    case record::RecordResult::End::kExited: why = "program exited"; break;
+    case record::RecordResult::End::kKilled: why = "program killed by a signal"; break;
+    case record::RecordResult::End::kMaxInstructions: why = "--max-insns reached"; break;
+    case record::RecordResult::End::kInterrupted: why = "interrupted"; break;
+  }
+  std::printf("%s: %llu instructions, %llu syscalls (%s", path.c_str(),
+              static_cast<unsigned long long>(r.instructions),
+              static_cast<unsigned long long>(r.syscalls), why);
+  if (r.end == record::RecordResult::End::kExited) std::printf(", status %d", r.exit_code);
+  if (r.end == record::RecordResult::End::kKilled) std::printf(", signal %d", r.signal);
+  std::printf("); %llu bytes, %.1f bytes/instruction, %.0f instructions/s\n",
+              static_cast<unsigned long long>(bytes),
+              r.instructions ? static_cast<double>(bytes) / r.instructions : 0.0,
+              secs > 0 ? r.instructions / secs : 0.0);
+  if (r.missed_bytes || r.missed_registers) {
+    std::fprintf(stderr,
+                 "backstep: warning: the consistency check found %llu bytes and %llu registers "
+                 "the decoder missed (recorded late); please report the program\n",
+                 static_cast<unsigned long long>(r.missed_bytes),
+                 static_cast<unsigned long long>(r.missed_registers));
+  }
+  return 0;
+}
+
+}  // namespace backstep::cli

@@ -1,0 +1,104 @@
+// backstep serve TRACE [--port N | --stdio] [--listen ADDR] [--exe PATH] [--log FILE]
+//
+// Serves the trace to gdb and LLDB over the GDB remote protocol: on TCP
+// (127.0.0.1:1234 by default; port 0 picks a free one and the line
+// "listening on ADDR:PORT" on stderr says which), or on stdin/stdout for
+// `target remote | backstep serve --stdio TRACE`. Each client gets its own
+// cursor. The stub hands out the trace's memory to whoever connects, so a
+// non-loopback --listen address prints a warning.
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "backstep/gdbstub/server.h"
+#include "backstep/gdbstub/trace_target.h"
+#include "cli/cli.h"
+#include "cli/open_trace.h"
+
+namespace backstep::cli {
+namespace {
+
+constexpr std::uint16_t kDefaultPort = 1234;
+
+bool IsLoopback(const std::string& address) {
+  return address.rfind("127.", 0) == 0 || address == "::1";
+}
+
+std::string HostPort(const std::string& address, std::uint16_t port) {
+  bool v6 = address.find(':') != std::string::npos;
+  return (v6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
+}
+
+}  // namespace
+
+int RunServe(Args& args) {
+  std::optional<std::string> port_text = args.TakeOption("port");
+  std::optional<std::string> listen = args.TakeOption("listen");
+  std::optional<std::string> exe = args.TakeOption("exe");
+  std::optional<std::string> log = args.TakeOption("log");
+  bool stdio = args.TakeFlag("stdio");
+  std::optional<std::string> cache_dir = args.TakeOption("cache-dir");
+  auto files = args.Positionals();
+  if (files.size() != 1) return Usage("serve takes one trace file");
+  if (auto unknown = args.UnknownOption()) return Usage("unknown option " + *unknown);
+  if (stdio && (port_text || listen)) return Usage("--stdio excludes --port and --listen");
+  std::uint16_t port = kDefaultPort;
+  if (port_text) {
+    auto n = ParseNumber(*port_text);
+    if (!n || *n > 65535) return Usage("--port takes a number from 0 to 65535");
+    port = static_cast<std::uint16_t>(*n);
+  }
+  std::string address = listen.value_or("127.0.0.1");
+  if (address == "localhost") address = "127.0.0.1";
+
+  Args open_args(cache_dir ? std::vector<std::string>{"--cache-dir", *cache_dir}
+                           : std::vector<std::string>{});
+  auto trace = OpenTraceForCli(files[0], open_args);
+  if (!trace.ok()) return Fail(trace.status());
+  if (Interrupted()) return 1;
+
+  gdbstub::TraceTargetOptions target_options;
+  if (exe) target_options.exe_path = *exe;
+  std::shared_ptr<const core::Trace> shared = *trace;
+  gdbstub::ServerOptions options;
+  options.stop_on_signals = true;
+  if (log) options.log_path = *log;
+  if (!stdio) {
+    // In --stdio mode stderr is the debugger's console: stay quiet there.
+    options.notice = [](const std::string& text) {
+      std::fprintf(stderr, "backstep: %s\n", text.c_str());
+    };
+  }
+  auto server = gdbstub::Server::Create(
+      [shared, target_options] { return gdbstub::NewTraceTarget(shared, target_options); },
+      options);
+  if (!server.ok()) return Fail(server.status());
+
+  if (stdio) {
+    int in = ::dup(STDIN_FILENO), out = ::dup(STDOUT_FILENO);
+    if (auto status = (*server)->ServeFds(in, out); !status.ok()) {
+      return Fail(core::Status::IOError("--stdio: " + status.ToString()));
+    }
+  } else {
+    if (listen && !IsLoopback(address)) {
+      std::fprintf(stderr,
+                   "backstep: warning: listening on %s: anyone who can reach it can read the "
+                   "trace's memory and registers\n",
+                   address.c_str());
+    }
+    auto bound = (*server)->ListenTcp(address, port);
+    if (!bound.ok()) return Fail(bound.status());
+    std::fprintf(stderr, "listening on %s\n", HostPort(address, *bound).c_str());
+    std::fprintf(stderr,
+                 "  gdb:  set architecture i386:x86-64\n"
+                 "        target remote %s\n"
+                 "  lldb: gdb-remote %s\n",
+                 HostPort(address, *bound).c_str(), HostPort(address, *bound).c_str());
+    std::fflush(stderr);
+  }
+  (*server)->Run();
+  return 0;
+}
+
+}  // namespace backstep::cli

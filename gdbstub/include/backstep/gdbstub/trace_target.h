@@ -1,0 +1,77 @@
+// TraceTarget: the gdbstub::Target that serves a recorded trace.
+//
+// One TraceTarget per client: it owns a core::Cursor of a shared core::Trace
+// and adapts it to the stub (registers by gdb regnum, virtual memory,
+// threads, forward and reverse stepping and continuing through
+// core::RunUntil, breakpoints, watchpoints, `tfind` frames, monitor
+// commands). The Trace may be shared by any number of targets.
+//
+// Armed moves (docs/lldb.md §2.2): `monitor goto N`, `monitor reverse-stepi`
+// and `monitor direction reverse|forward` (or the controller methods below,
+// for the in-process LLDB plugin) do not move the cursor; the next resume
+// packet (s, c, vCont, bs, bc) performs the armed move instead of its own and
+// answers with an ordinary stop reply, so the client refreshes its caches.
+// With the direction set to reverse, forward packets run backwards.
+//
+// Trace frames (QTFrame, `tfind`): frame n is position n (the state before
+// event n) for traces whose events are instructions; for tfile traces, whose
+// events are frames, frame n is the state after event n (position n + 1) and
+// its tracepoint is the frame's own. Every other trace reports tracepoint 1.
+// Frames stop below 2^31 (gdb's frame numbers are C ints).
+//
+// Thread-safety: as gdbstub::Target (one thread at a time); the controller
+// methods must be called from the same thread as the session (or while no
+// packet is being handled).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backstep/core/arch.h"
+#include "backstep/core/expected.h"
+#include "backstep/core/search.h"
+#include "backstep/core/trace.h"
+#include "backstep/gdbstub/target.h"
+
+namespace backstep::gdbstub {
+
+struct TraceTargetOptions {
+  // GdbFeature bits of the served register layout (target.xml and `g`).
+  std::uint32_t features = core::kDefaultX86_64Features;
+  // The recorded auxiliary vector (qXfer:auxv:read). Empty: none (REVEN).
+  // HACK: core does not expose a recorded auxv yet; when TraceHeader carries
+  // one (usercorn, backstep record), fill this from it in NewTraceTarget.
+  std::vector<std::uint8_t> auxv;
+  // The executable the client should load (shown by `monitor info`).
+  std::string exe_path;
+  // `watch` reports only value-changing writes (gdb resumes silently on an
+  // unchanged value anyway); switchable with `monitor watch-filter`.
+  bool watch_only_changes = true;
+};
+
+// The controller API of a served trace (LLDB plugin; monitor commands use
+// the same functions).
+class TraceController {
+ public:
+  virtual ~TraceController() = default;
+  virtual core::Position position() const = 0;
+  // Arms a move to `p` (clamped to the trace) for the next resume.
+  virtual void ArmGoto(core::Position p) = 0;
+  // Arms one reverse instruction step for the next resume.
+  virtual void ArmReverseStep() = 0;
+  // Direction of the forward packets (s, c, vCont) until changed.
+  virtual void SetDirection(core::Direction direction) = 0;
+  virtual core::Direction direction() const = 0;
+};
+
+// A target over `trace`, positioned at 0. Errors: the cursor's (opening the
+// reader). The returned object is a Target and a TraceController.
+core::Expected<std::unique_ptr<Target>> NewTraceTarget(std::shared_ptr<const core::Trace> trace,
+                                                       TraceTargetOptions options = {});
+
+// The controller of a target made by NewTraceTarget (nullptr otherwise).
+TraceController* AsTraceController(Target& target);
+
+}  // namespace backstep::gdbstub

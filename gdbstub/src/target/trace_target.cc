@@ -1,0 +1,139 @@
+#include "target/trace_target.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace backstep::gdbstub {
+
+core::Expected<std::unique_ptr<Target>> NewTraceTarget(std::shared_ptr<const core::Trace> trace,
+                                                       TraceTargetOptions options) {
+  BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<TraceTarget> target,
+                            TraceTarget::Create(std::move(trace), std::move(options)));
+  return std::unique_ptr<Target>(std::move(target));
+}
+
+TraceController* AsTraceController(Target& target) {
+  return dynamic_cast<TraceController*>(&target);
+}
+
+core::Expected<std::unique_ptr<TraceTarget>> TraceTarget::Create(
+    std::shared_ptr<const core::Trace> trace, TraceTargetOptions options) {
+  BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<core::Cursor> cursor, trace->NewCursor());
+  return std::unique_ptr<TraceTarget>(
+      new TraceTarget(std::move(trace), std::move(options), std::move(cursor)));
+}
+
+TraceTarget::TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOptions options,
+                         std::unique_ptr<core::Cursor> cursor)
+    : trace_(std::move(trace)), options_(std::move(options)), cursor_(std::move(cursor)) {
+  const core::ArchDescription& arch = trace_->arch();
+  slots_ = arch.GdbLayout(options_.features);
+  // NOTE: the session numbers registers 0..count-1 in `g` order; gdb's
+  // amd64 feature sets keep regnums dense, which GdbLayout preserves.
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    assert(slots_[i].regnum == static_cast<int>(i));
+  }
+  for (core::RegisterId reg : {arch.fp(), arch.sp(), arch.pc()}) {
+    if (reg == core::kNoRegister) continue;
+    int regnum = arch.info(reg).gdb_regnum;
+    if (regnum >= 0 && regnum < static_cast<int>(slots_.size())) {
+      expedited_[expedited_count_++] = regnum;
+    }
+  }
+  if (arch.pc() != core::kNoRegister && arch.info(arch.pc()).gdb_regnum >= 0) {
+    pc_regnum_ = arch.info(arch.pc()).gdb_regnum;
+  }
+  documents_ = arch.TargetXml(options_.features);
+}
+
+// ---- Registers
+
+RegisterLayout TraceTarget::register_layout() {
+  return RegisterLayout{static_cast<int>(slots_.size()), pc_regnum_,
+                        std::span<const int>(expedited_.data(), expedited_count_)};
+}
+
+core::Expected<RegisterValue> TraceTarget::ReadRegister(core::ThreadId thread, int regnum) {
+  if (regnum < 0 || regnum >= static_cast<int>(slots_.size())) {
+    return core::Status::NotFound("no register " + std::to_string(regnum));
+  }
+  const core::GdbSlot& slot = slots_[regnum];
+  BACKSTEP_ASSIGN_OR_RETURN(const core::RegisterFile* file, view().Registers(thread));
+  RegisterValue value = RegisterValue::Unknown(slot.size);
+  if (file->Read(slot.reg, std::span<std::uint8_t>(value.bytes.data(), slot.size))) {
+    value.known = slot.size == RegisterValue::kMaxSize ? ~std::uint64_t{0}
+                                                       : (std::uint64_t{1} << slot.size) - 1;
+  } else {
+    std::fill_n(value.bytes.begin(), slot.size, 0);
+  }
+  return value;
+}
+
+// ---- Memory
+
+std::size_t TraceTarget::ReadMemory(core::Address addr, std::span<std::uint8_t> out) {
+  if (known_.size() < out.size()) known_.resize(out.size());
+  std::span<std::uint8_t> known = std::span<std::uint8_t>(known_).first(out.size());
+  core::Status status = view().ReadMemory(addr, out, known, core::AddressKind::kVirtual);
+  if (!status.ok()) return 0;  // no translation possible: nothing is readable
+  return static_cast<std::size_t>(std::find(known.begin(), known.end(), 0) - known.begin());
+}
+
+// ---- Threads
+
+std::vector<ThreadInfo> TraceTarget::Threads() {
+  std::vector<ThreadInfo> out;
+  for (core::ThreadId id : view().threads()) out.push_back(ThreadInfo{id, "", std::nullopt});
+  return out;
+}
+
+bool TraceTarget::HasThread(core::ThreadId thread) {
+  std::vector<core::ThreadId> threads = view().threads();
+  return std::find(threads.begin(), threads.end(), thread) != threads.end();
+}
+
+core::ThreadId TraceTarget::current_thread() {
+  if (!frame_cursor_active_ && stop_thread_ && HasThread(*stop_thread_)) return *stop_thread_;
+  return view().current_thread();
+}
+
+// ---- Documents
+
+std::optional<std::string_view> TraceTarget::TargetDescription(std::string_view annex) {
+  for (const auto& [name, xml] : documents_) {
+    if (name == annex) return std::string_view(xml);
+  }
+  return std::nullopt;
+}
+
+// ---- Breakpoints and watchpoints
+
+core::Status TraceTarget::InsertBreakpoint(BreakpointType type, core::Address addr, std::uint64_t) {
+  (type == BreakpointType::kSoftware ? sw_breakpoints_ : hw_breakpoints_).insert(addr);
+  return core::Status::Ok();
+}
+
+core::Status TraceTarget::RemoveBreakpoint(BreakpointType type, core::Address addr, std::uint64_t) {
+  (type == BreakpointType::kSoftware ? sw_breakpoints_ : hw_breakpoints_).erase(addr);
+  return core::Status::Ok();
+}
+
+bool TraceTarget::Supports(WatchKind kind) const {
+  return kind == WatchKind::kWrite || trace_->header().records_reads;
+}
+
+core::Status TraceTarget::InsertWatchpoint(WatchKind kind, core::Address addr,
+                                           std::uint64_t length) {
+  if (length == 0) return core::Status::InvalidArgument("watchpoint of length 0");
+  watchpoints_.insert(WatchRange{kind, addr, length});
+  return core::Status::Ok();
+}
+
+core::Status TraceTarget::RemoveWatchpoint(WatchKind kind, core::Address addr,
+                                           std::uint64_t length) {
+  auto it = watchpoints_.find(WatchRange{kind, addr, length});
+  if (it != watchpoints_.end()) watchpoints_.erase(it);
+  return core::Status::Ok();
+}
+
+}  // namespace backstep::gdbstub

@@ -1,0 +1,185 @@
+// TraceTarget: core::Trace + core::Cursor seen as a gdbstub::Target.
+//
+// The public face is backstep/gdbstub/trace_target.h (NewTraceTarget); this
+// header is for the implementation files and the tests:
+//   trace_target.cc          registers, memory, threads, documents, capabilities
+//   trace_target_resume.cc   steps and continues both ways, armed moves
+//   trace_target_frames.cc   QTFrame (tfind)
+//   trace_target_monitor.cc  monitor commands
+//
+// Positions and threads (docs/rsp.md §6): the cursor's position is a state
+// index. A step of thread T from p executes T's next event e (the first event
+// of T at or after p) and stops where T is about to run its following event
+// (or at e + 1 when T has no more events); a reverse step of T from p stops at
+// T's previous event (the last event of T before p). In a single-thread
+// trace both are p + 1 and p - 1. "Any thread" means the current thread.
+// After a stop, current_thread() is the thread that stopped (the stepped
+// thread, the breakpoint's thread, the watched write's thread) while it
+// exists at the position; otherwise the thread of the next event.
+//
+// Thread-safety: one thread at a time (gdbstub::Target).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "backstep/core/cursor.h"
+#include "backstep/core/search.h"
+#include "backstep/core/trace.h"
+#include "backstep/gdbstub/target.h"
+#include "backstep/gdbstub/trace_target.h"
+
+namespace backstep::gdbstub {
+
+class TraceTarget final : public Target,
+                          public TraceController,
+                          public ReverseExecution,
+                          public Breakpoints,
+                          public Watchpoints,
+                          public TraceFrames,
+                          public MonitorCommands {
+ public:
+  static core::Expected<std::unique_ptr<TraceTarget>> Create(
+      std::shared_ptr<const core::Trace> trace, TraceTargetOptions options);
+
+  // ---- Target
+  RegisterLayout register_layout() override;
+  core::Expected<RegisterValue> ReadRegister(core::ThreadId thread, int regnum) override;
+  std::size_t ReadMemory(core::Address addr, std::span<std::uint8_t> out) override;
+  std::vector<ThreadInfo> Threads() override;
+  core::ThreadId current_thread() override;
+  bool HasThread(core::ThreadId thread) override;
+  core::Expected<StopReason> Resume(ResumeKind kind, std::optional<core::ThreadId> thread,
+                                    const std::atomic<bool>* interrupt) override;
+  std::optional<std::string_view> TargetDescription(std::string_view annex) override;
+  std::span<const std::uint8_t> auxv() override { return options_.auxv; }
+  ReverseExecution* reverse_execution() override { return this; }
+  Breakpoints* breakpoints() override { return this; }
+  Watchpoints* watchpoints() override { return this; }
+  TraceFrames* trace_frames() override { return this; }
+  MonitorCommands* monitor_commands() override { return this; }
+
+  // ---- TraceController
+  core::Position position() const override { return cursor_->position(); }
+  void ArmGoto(core::Position p) override;
+  void ArmReverseStep() override { armed_ = ArmedReverseStep{}; }
+  void SetDirection(core::Direction direction) override { direction_ = direction; }
+  core::Direction direction() const override { return direction_; }
+
+  // ---- ReverseExecution
+  core::Expected<StopReason> ResumeBackward(ResumeKind kind, std::optional<core::ThreadId> thread,
+                                            const std::atomic<bool>* interrupt) override;
+
+  // ---- Breakpoints (software and hardware behave alike on a recording)
+  core::Status InsertBreakpoint(BreakpointType type, core::Address addr,
+                                std::uint64_t kind) override;
+  core::Status RemoveBreakpoint(BreakpointType type, core::Address addr,
+                                std::uint64_t kind) override;
+
+  // ---- Watchpoints (read and access kinds only when the trace records reads)
+  bool Supports(WatchKind kind) const override;
+  core::Status InsertWatchpoint(WatchKind kind, core::Address addr, std::uint64_t length) override;
+  core::Status RemoveWatchpoint(WatchKind kind, core::Address addr, std::uint64_t length) override;
+
+  // ---- TraceFrames (trace_target_frames.cc)
+  std::uint64_t frame_count() override;
+  std::optional<TraceFrameHit> FindFrame(const TraceFrameQuery& query,
+                                         std::optional<std::uint32_t> current) override;
+  core::Status SelectFrame(std::optional<std::uint32_t> frame) override;
+
+  // ---- MonitorCommands (trace_target_monitor.cc)
+  core::Expected<std::string> RunMonitorCommand(std::string_view command) override;
+
+  const core::Trace& trace() const { return *trace_; }
+  bool watch_only_changes() const { return options_.watch_only_changes; }
+
+ private:
+  struct ArmedGoto {
+    core::Position position;
+  };
+  struct ArmedReverseStep {};
+  using Armed = std::variant<std::monostate, ArmedGoto, ArmedReverseStep>;
+  struct WatchRange {
+    WatchKind kind;
+    core::Address addr;
+    std::uint64_t length;
+    auto operator<=>(const WatchRange&) const = default;
+  };
+  using MonitorArgs = std::vector<std::string_view>;
+
+  TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOptions options,
+              std::unique_ptr<core::Cursor> cursor);
+
+  // The cursor reads answer from: the selected frame's, else the current one.
+  core::Cursor& view() { return frame_cursor_active_ ? *frame_cursor_ : *cursor_; }
+
+  // ---- trace_target_resume.cc
+  core::Expected<StopReason> Move(core::Direction direction, ResumeKind kind,
+                                  std::optional<core::ThreadId> thread,
+                                  const std::atomic<bool>* interrupt);
+  std::optional<core::Expected<StopReason>> RunArmedMove(const std::atomic<bool>* interrupt);
+  core::Expected<StopReason> Step(core::Direction direction, std::optional<core::ThreadId> thread);
+  core::Expected<StopReason> Continue(core::Direction direction,
+                                      const std::atomic<bool>* interrupt);
+  core::StopCondition Condition(const std::atomic<bool>* interrupt) const;
+  // Moves the cursor to `p` and makes `thread` the stopping thread.
+  core::Status MoveTo(core::Position p, std::optional<core::ThreadId> thread);
+  StopReason ToStopReason(const core::StopEvent& stop) const;
+
+  // ---- trace_target_frames.cc
+  bool frames_are_events() const;  // tfile: frame n = position n + 1
+  std::uint64_t FramePosition(std::uint32_t frame) const;
+  std::uint32_t TracepointOf(std::uint32_t frame);
+  std::optional<std::uint32_t> NextFrameWithPc(core::Address lo, core::Address hi,
+                                               std::uint64_t first);
+
+  // ---- trace_target_monitor.cc
+  core::Expected<std::string> MonitorHelp(const MonitorArgs& args);
+  core::Expected<std::string> MonitorInfo(const MonitorArgs& args);
+  core::Expected<std::string> MonitorWhen(const MonitorArgs& args);
+  core::Expected<std::string> MonitorGoto(const MonitorArgs& args);
+  core::Expected<std::string> MonitorReverseStepi(const MonitorArgs& args);
+  core::Expected<std::string> MonitorDirection(const MonitorArgs& args);
+  core::Expected<std::string> MonitorLastWrite(const MonitorArgs& args);
+  core::Expected<std::string> MonitorNextWrite(const MonitorArgs& args);
+  core::Expected<std::string> MonitorHistory(const MonitorArgs& args);
+  core::Expected<std::string> MonitorWatchFilter(const MonitorArgs& args);
+  struct MonitorCommand {
+    std::string_view name;
+    std::string_view usage;
+    std::string_view help;
+    core::Expected<std::string> (TraceTarget::*run)(const MonitorArgs& args);
+  };
+  static const MonitorCommand kMonitorCommands[];
+
+  std::shared_ptr<const core::Trace> trace_;
+  TraceTargetOptions options_;
+  std::unique_ptr<core::Cursor> cursor_;
+  std::unique_ptr<core::Cursor> frame_cursor_;  // created by the first SelectFrame
+  bool frame_cursor_active_ = false;
+  core::Position selected_position_;  // of frame_cursor_ while active
+  std::optional<core::ThreadId> stop_thread_;
+
+  // Registers: slot_of_[regnum] indexes slots_.
+  std::vector<core::GdbSlot> slots_;
+  std::array<int, 3> expedited_{};
+  int expedited_count_ = 0;
+  std::optional<int> pc_regnum_;
+  std::vector<std::pair<std::string, std::string>> documents_;
+  std::vector<std::uint8_t> known_;  // ReadMemory scratch
+
+  std::set<core::Address> sw_breakpoints_, hw_breakpoints_;
+  std::multiset<WatchRange> watchpoints_;
+  Armed armed_;
+  core::Direction direction_ = core::Direction::kForward;
+};
+
+}  // namespace backstep::gdbstub

@@ -1,0 +1,176 @@
+// Run control of TraceTarget: steps and continues in both directions, and
+// the armed moves of the monitor commands. The rules are docs/rsp.md §6;
+// continues are core::RunUntil (which encodes them), steps use the index's
+// per-thread event lists.
+#include <utility>
+
+#include "index/trace_index.h"
+#include "target/trace_target.h"
+
+namespace backstep::gdbstub {
+namespace {
+
+StopReason Edge(core::Direction direction) {
+  return HistoryEdge{direction == core::Direction::kForward ? HistoryEdge::Side::kEnd
+                                                            : HistoryEdge::Side::kBegin};
+}
+
+WatchKind FromCore(core::WatchKind kind) {
+  switch (kind) {
+    case core::WatchKind::kRead:
+      return WatchKind::kRead;
+    case core::WatchKind::kAccess:
+      return WatchKind::kAccess;
+    case core::WatchKind::kWrite:
+      break;
+  }
+  return WatchKind::kWrite;
+}
+
+core::WatchKind ToCore(WatchKind kind) {
+  switch (kind) {
+    case WatchKind::kRead:
+      return core::WatchKind::kRead;
+    case WatchKind::kAccess:
+      return core::WatchKind::kAccess;
+    case WatchKind::kWrite:
+      break;
+  }
+  return core::WatchKind::kWrite;
+}
+
+}  // namespace
+
+core::Expected<StopReason> TraceTarget::Resume(ResumeKind kind,
+                                               std::optional<core::ThreadId> thread,
+                                               const std::atomic<bool>* interrupt) {
+  if (auto armed = RunArmedMove(interrupt)) return std::move(*armed);
+  return Move(direction_, kind, thread, interrupt);
+}
+
+core::Expected<StopReason> TraceTarget::ResumeBackward(ResumeKind kind,
+                                                       std::optional<core::ThreadId> thread,
+                                                       const std::atomic<bool>* interrupt) {
+  if (auto armed = RunArmedMove(interrupt)) return std::move(*armed);
+  return Move(core::Direction::kBackward, kind, thread, interrupt);
+}
+
+void TraceTarget::ArmGoto(core::Position p) {
+  armed_ = ArmedGoto{std::min(p, core::Position(trace_->event_count()))};
+}
+
+std::optional<core::Expected<StopReason>> TraceTarget::RunArmedMove(
+    const std::atomic<bool>* interrupt) {
+  (void)interrupt;  // armed moves are O(1) index work: nothing to poll
+  Armed armed = std::exchange(armed_, std::monostate{});
+  if (const auto* go = std::get_if<ArmedGoto>(&armed)) {
+    core::Status status = MoveTo(go->position, std::nullopt);
+    if (!status.ok()) return core::Expected<StopReason>(status);
+    return core::Expected<StopReason>(StopReason(DoneStep{}));
+  }
+  if (std::holds_alternative<ArmedReverseStep>(armed)) {
+    return Step(core::Direction::kBackward, std::nullopt);
+  }
+  return std::nullopt;
+}
+
+core::Expected<StopReason> TraceTarget::Move(core::Direction direction, ResumeKind kind,
+                                             std::optional<core::ThreadId> thread,
+                                             const std::atomic<bool>* interrupt) {
+  if (kind == ResumeKind::kStep) return Step(direction, thread);
+  return Continue(direction, interrupt);
+}
+
+core::Expected<StopReason> TraceTarget::Step(core::Direction direction,
+                                             std::optional<core::ThreadId> thread) {
+  const core::TraceIndex& index = trace_->index();
+  const bool forward = direction == core::Direction::kForward;
+  const std::uint64_t p = position().value;
+  const core::ThreadId stepping = thread ? *thread : current_thread();
+  const std::optional<std::size_t> ti = index.ThreadIndexOf(stepping);
+  if (!ti) return Edge(direction);  // a thread without events never moves
+
+  // The event the step executes (forward) or un-executes (backward).
+  std::optional<std::uint64_t> event =
+      forward ? index.NextEventOfThread(*ti, p) : index.PrevEventOfThread(*ti, p);
+  if (!event) return Edge(direction);
+  core::Position land(*event);
+  if (forward) land = core::Position(index.NextEventOfThread(*ti, *event + 1).value_or(*event + 1));
+
+  // A step over a watched access reports the watchpoint, as hardware does
+  // (and as gdb expects of reverse-stepi over a watched write).
+  if (!watchpoints_.empty()) {
+    core::StopCondition condition = Condition(nullptr);
+    condition.breakpoints.clear();
+    if (forward) {
+      condition.fence_high = core::Position(*event + 1);
+    } else {
+      condition.fence_low = core::Position(*event);
+    }
+    BACKSTEP_ASSIGN_OR_RETURN(core::StopEvent stop,
+                              core::RunUntil(*trace_, core::Position(p), direction, condition));
+    if (stop.reason == core::StopEvent::Reason::kWatch) {
+      BACKSTEP_RETURN_IF_ERROR(MoveTo(stop.position, stop.thread));
+      return ToStopReason(stop);
+    }
+  }
+  BACKSTEP_RETURN_IF_ERROR(MoveTo(land, stepping));
+  return StopReason(DoneStep{});
+}
+
+core::Expected<StopReason> TraceTarget::Continue(core::Direction direction,
+                                                 const std::atomic<bool>* interrupt) {
+  auto stop = core::RunUntil(*trace_, position(), direction, Condition(interrupt));
+  if (!stop.ok()) {
+    if (stop.status().code() == core::StatusCode::kInterrupted) return StopReason(Interrupted{});
+    return stop.status();
+  }
+  BACKSTEP_RETURN_IF_ERROR(MoveTo(stop->position, stop->thread));
+  return ToStopReason(*stop);
+}
+
+core::StopCondition TraceTarget::Condition(const std::atomic<bool>* interrupt) const {
+  core::StopCondition condition;
+  condition.breakpoints.assign(sw_breakpoints_.begin(), sw_breakpoints_.end());
+  for (core::Address addr : hw_breakpoints_) {
+    if (!sw_breakpoints_.contains(addr)) condition.breakpoints.push_back(addr);
+  }
+  for (const WatchRange& w : watchpoints_) {
+    core::Watch watch;
+    watch.address = w.addr;
+    watch.length = w.length;
+    watch.kind = ToCore(w.kind);
+    watch.only_changes = w.kind == WatchKind::kWrite && options_.watch_only_changes;
+    condition.watches.push_back(watch);
+  }
+  condition.interrupt = interrupt;
+  return condition;
+}
+
+core::Status TraceTarget::MoveTo(core::Position p, std::optional<core::ThreadId> thread) {
+  BACKSTEP_RETURN_IF_ERROR(cursor_->Seek(p));
+  stop_thread_ = thread;
+  return core::Status::Ok();
+}
+
+StopReason TraceTarget::ToStopReason(const core::StopEvent& stop) const {
+  using Reason = core::StopEvent::Reason;
+  switch (stop.reason) {
+    case Reason::kBreakpoint:
+      if (sw_breakpoints_.contains(stop.address)) return SwBreak{};
+      return HwBreak{};
+    case Reason::kWatch:
+      return Watch{FromCore(stop.watch_kind), stop.address};
+    case Reason::kHistoryBegin:
+      return HistoryEdge{HistoryEdge::Side::kBegin};
+    case Reason::kHistoryEnd:
+      return HistoryEdge{HistoryEdge::Side::kEnd};
+    case Reason::kInterrupted:
+      return Interrupted{};
+    case Reason::kFence:
+      break;
+  }
+  return DoneStep{};
+}
+
+}  // namespace backstep::gdbstub

@@ -1,0 +1,260 @@
+// TraceTarget over a generated REVEN trace: registers and memory against a
+// plain cursor, steps and continues both ways (rsp.md §6), breakpoints,
+// watchpoints, interrupts, armed moves and trace frames.
+#include "target/trace_target.h"
+
+#include <gtest/gtest.h>
+
+#include "backstep/core/cursor.h"
+#include "target/trace_target_test_util.h"
+
+namespace backstep::gdbstub {
+namespace {
+
+using core::Position;
+
+class TraceTargetReven : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fx_ = &testing::SharedReven();
+    ASSERT_TRUE(fx_->trace);
+    auto target = TraceTarget::Create(fx_->trace, {});
+    ASSERT_TRUE(target.ok()) << target.status().ToString();
+    target_ = std::move(*target);
+    auto cursor = fx_->trace->NewCursor();
+    ASSERT_TRUE(cursor.ok());
+    cursor_ = std::move(*cursor);
+    end_ = fx_->trace->event_count();
+  }
+
+  StopReason Forward(ResumeKind kind, const std::atomic<bool>* interrupt = nullptr) {
+    auto stop = target_->Resume(kind, std::nullopt, interrupt);
+    EXPECT_TRUE(stop.ok()) << stop.status().ToString();
+    return stop.ok() ? *stop : StopReason(Exited{});
+  }
+  StopReason Backward(ResumeKind kind) {
+    auto stop = target_->ResumeBackward(kind, std::nullopt, nullptr);
+    EXPECT_TRUE(stop.ok()) << stop.status().ToString();
+    return stop.ok() ? *stop : StopReason(Exited{});
+  }
+  void GoTo(std::uint64_t p) {
+    target_->ArmGoto(Position(p));
+    EXPECT_EQ(Forward(ResumeKind::kStep), StopReason(DoneStep{}));
+    ASSERT_EQ(target_->position(), Position(p));
+  }
+  std::uint64_t Pc() {
+    auto value = target_->ReadRegister(target_->current_thread(), 16);
+    EXPECT_TRUE(value.ok() && value->all_known());
+    std::uint64_t pc = 0;
+    for (int i = 7; i >= 0; --i) pc = pc << 8 | value->bytes[i];
+    return pc;
+  }
+  std::uint64_t CursorPc(std::uint64_t p) {
+    EXPECT_TRUE(cursor_->Seek(Position(p)).ok());
+    return cursor_->Pc(cursor_->current_thread()).value_or(0);
+  }
+
+  const testing::RevenFixture* fx_ = nullptr;
+  std::unique_ptr<TraceTarget> target_;
+  std::unique_ptr<core::Cursor> cursor_;
+  std::uint64_t end_ = 0;
+};
+
+TEST_F(TraceTargetReven, LayoutAndDescription) {
+  RegisterLayout layout = target_->register_layout();
+  EXPECT_EQ(layout.count,
+            static_cast<int>(core::X86_64().GdbLayout(core::kDefaultX86_64Features).size()));
+  EXPECT_EQ(layout.pc, 16);
+  EXPECT_EQ(std::vector<int>(layout.expedited.begin(), layout.expedited.end()),
+            (std::vector<int>{6, 7, 16}));
+  auto xml = target_->TargetDescription("target.xml");
+  ASSERT_TRUE(xml);
+  EXPECT_NE(xml->find("i386:x86-64"), std::string_view::npos);
+  EXPECT_FALSE(target_->TargetDescription("nope.xml"));
+  EXPECT_TRUE(target_->auxv().empty());
+}
+
+TEST_F(TraceTargetReven, RegistersMatchTheCursorEverywhere) {
+  const auto slots = core::X86_64().GdbLayout(core::kDefaultX86_64Features);
+  for (std::uint64_t p : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{777}, end_ / 2, end_}) {
+    GoTo(p);
+    ASSERT_TRUE(cursor_->Seek(Position(p)).ok());
+    core::ThreadId thread = target_->current_thread();
+    auto file = cursor_->Registers(thread);
+    ASSERT_TRUE(file.ok());
+    for (const core::GdbSlot& slot : slots) {
+      auto value = target_->ReadRegister(thread, slot.regnum);
+      ASSERT_TRUE(value.ok());
+      ASSERT_EQ(value->size, slot.size);
+      std::vector<std::uint8_t> expected(slot.size);
+      bool known = (*file)->Read(slot.reg, expected);
+      EXPECT_EQ(value->all_known(), known) << "regnum " << slot.regnum << " at " << p;
+      if (known) {
+        EXPECT_TRUE(std::equal(expected.begin(), expected.end(), value->bytes.begin()))
+            << "regnum " << slot.regnum << " at " << p;
+      }
+    }
+  }
+  EXPECT_FALSE(target_->ReadRegister(target_->current_thread(), 1000).ok());
+  EXPECT_FALSE(target_->ReadRegister(core::ThreadId(987654), 0).ok());
+}
+
+TEST_F(TraceTargetReven, MemoryIsTheKnownPrefix) {
+  GoTo(end_ / 3);
+  ASSERT_TRUE(cursor_->Seek(Position(end_ / 3)).ok());
+  const core::Address code = fx_->info.code_addresses.front();
+  std::vector<std::uint8_t> got(64), want(64), known(64);
+  ASSERT_EQ(target_->ReadMemory(code, got), 64u);
+  ASSERT_TRUE(cursor_->ReadMemory(code, want, known).ok());
+  EXPECT_EQ(got, want);
+  // The last mapped page before a hole: a read across it stops at the hole.
+  const auto& pages = fx_->info.pages;
+  for (std::size_t i = 0; i + 1 < pages.size(); ++i) {
+    if (pages[i + 1].virtual_address == pages[i].virtual_address + 4096) continue;
+    std::vector<std::uint8_t> across(16);
+    EXPECT_EQ(target_->ReadMemory(pages[i].virtual_address + 4096 - 8, across), 8u);
+    EXPECT_EQ(target_->ReadMemory(pages[i].virtual_address + 4096, across), 0u);
+    break;
+  }
+}
+
+TEST_F(TraceTargetReven, StepsAndHistoryEdges) {
+  EXPECT_EQ(Backward(ResumeKind::kStep), StopReason(HistoryEdge{HistoryEdge::Side::kBegin}));
+  EXPECT_EQ(target_->position(), Position(0));
+  EXPECT_EQ(Forward(ResumeKind::kStep), StopReason(DoneStep{}));
+  EXPECT_EQ(target_->position(), Position(1));
+  EXPECT_EQ(Pc(), CursorPc(1));
+  EXPECT_EQ(Backward(ResumeKind::kStep), StopReason(DoneStep{}));
+  EXPECT_EQ(target_->position(), Position(0));
+  EXPECT_EQ(Backward(ResumeKind::kContinue), StopReason(HistoryEdge{HistoryEdge::Side::kBegin}));
+  GoTo(end_ - 1);
+  EXPECT_EQ(Forward(ResumeKind::kStep), StopReason(DoneStep{}));
+  EXPECT_EQ(Forward(ResumeKind::kStep), StopReason(HistoryEdge{HistoryEdge::Side::kEnd}));
+  EXPECT_EQ(Forward(ResumeKind::kContinue), StopReason(HistoryEdge{HistoryEdge::Side::kEnd}));
+  EXPECT_EQ(target_->position(), Position(end_));
+}
+
+TEST_F(TraceTargetReven, BreakpointsBothWays) {
+  ASSERT_NE(fx_->info.far_pc_event, 0u);
+  const core::Address far = fx_->info.far_pc;
+  ASSERT_TRUE(target_->InsertBreakpoint(BreakpointType::kSoftware, far, 1).ok());
+  EXPECT_EQ(Forward(ResumeKind::kContinue), StopReason(SwBreak{}));
+  EXPECT_EQ(target_->position(), Position(fx_->info.far_pc_event));
+  EXPECT_EQ(Pc(), far);
+  EXPECT_EQ(Forward(ResumeKind::kContinue), StopReason(HistoryEdge{HistoryEdge::Side::kEnd}));
+  EXPECT_EQ(Backward(ResumeKind::kContinue), StopReason(SwBreak{}));
+  EXPECT_EQ(target_->position(), Position(fx_->info.far_pc_event));
+  // A breakpoint at the starting pc does not fire again.
+  EXPECT_EQ(Backward(ResumeKind::kContinue), StopReason(HistoryEdge{HistoryEdge::Side::kBegin}));
+  ASSERT_TRUE(target_->RemoveBreakpoint(BreakpointType::kSoftware, far, 1).ok());
+  ASSERT_TRUE(target_->InsertBreakpoint(BreakpointType::kHardware, far, 1).ok());
+  EXPECT_EQ(Forward(ResumeKind::kContinue), StopReason(HwBreak{}));
+  ASSERT_TRUE(target_->RemoveBreakpoint(BreakpointType::kHardware, far, 1).ok());
+  EXPECT_TRUE(target_->RemoveBreakpoint(BreakpointType::kHardware, far, 1).ok());  // idempotent
+  EXPECT_EQ(Forward(ResumeKind::kContinue), StopReason(HistoryEdge{HistoryEdge::Side::kEnd}));
+}
+
+TEST_F(TraceTargetReven, WatchpointsStopAroundTheWrite) {
+  const auto& info = fx_->info;
+  ASSERT_NE(info.once_event, 0u);
+  EXPECT_TRUE(target_->Supports(WatchKind::kWrite));
+  EXPECT_FALSE(target_->Supports(WatchKind::kRead));  // REVEN records no reads
+  EXPECT_FALSE(target_->Supports(WatchKind::kAccess));
+  ASSERT_TRUE(target_->InsertWatchpoint(WatchKind::kWrite, info.once_address, info.once_size).ok());
+  StopReason stop = Forward(ResumeKind::kContinue);
+  ASSERT_TRUE(std::holds_alternative<Watch>(stop));
+  const Watch& watch = std::get<Watch>(stop);
+  EXPECT_EQ(watch.kind, WatchKind::kWrite);
+  EXPECT_GE(watch.addr, info.once_address);
+  EXPECT_LT(watch.addr, info.once_address + info.once_size);
+  EXPECT_EQ(target_->position(), Position(info.once_event + 1));  // trap after the write
+  GoTo(end_);
+  EXPECT_TRUE(std::holds_alternative<Watch>(Backward(ResumeKind::kContinue)));
+  EXPECT_EQ(target_->position(), Position(info.once_event));  // before the write
+  // Steps over the write report it too, both ways.
+  EXPECT_TRUE(std::holds_alternative<Watch>(Forward(ResumeKind::kStep)));
+  EXPECT_EQ(target_->position(), Position(info.once_event + 1));
+  EXPECT_TRUE(std::holds_alternative<Watch>(Backward(ResumeKind::kStep)));
+  EXPECT_EQ(target_->position(), Position(info.once_event));
+  EXPECT_EQ(Backward(ResumeKind::kStep), StopReason(DoneStep{}));
+  ASSERT_TRUE(target_->RemoveWatchpoint(WatchKind::kWrite, info.once_address, info.once_size).ok());
+  EXPECT_EQ(Backward(ResumeKind::kContinue), StopReason(HistoryEdge{HistoryEdge::Side::kBegin}));
+}
+
+TEST_F(TraceTargetReven, InterruptStopsAContinue) {
+  std::atomic<bool> interrupt{true};
+  ASSERT_TRUE(target_->InsertBreakpoint(BreakpointType::kSoftware, fx_->info.far_pc, 1).ok());
+  EXPECT_EQ(Forward(ResumeKind::kContinue, &interrupt), StopReason(Interrupted{}));
+  EXPECT_EQ(target_->position(), Position(0));
+}
+
+TEST_F(TraceTargetReven, ArmedMovesRunOnTheNextResume) {
+  ASSERT_TRUE(target_->RunMonitorCommand("goto 100").ok());
+  EXPECT_EQ(target_->position(), Position(0));  // armed, not moved
+  EXPECT_EQ(Forward(ResumeKind::kStep), StopReason(DoneStep{}));
+  EXPECT_EQ(target_->position(), Position(100));
+  ASSERT_TRUE(target_->RunMonitorCommand("reverse-stepi").ok());
+  EXPECT_EQ(Forward(ResumeKind::kStep), StopReason(DoneStep{}));
+  EXPECT_EQ(target_->position(), Position(99));
+  ASSERT_TRUE(target_->RunMonitorCommand("direction reverse").ok());
+  EXPECT_EQ(Forward(ResumeKind::kStep), StopReason(DoneStep{}));
+  EXPECT_EQ(target_->position(), Position(98));
+  EXPECT_EQ(Forward(ResumeKind::kContinue), StopReason(HistoryEdge{HistoryEdge::Side::kBegin}));
+  ASSERT_TRUE(target_->RunMonitorCommand("direction forward").ok());
+  ASSERT_TRUE(target_->RunMonitorCommand("goto 50%").ok());
+  EXPECT_EQ(Backward(ResumeKind::kContinue), StopReason(DoneStep{}));  // bc runs it too
+  EXPECT_EQ(target_->position(), Position(end_ / 2));
+  ASSERT_TRUE(target_->RunMonitorCommand("goto end").ok());
+  EXPECT_EQ(Forward(ResumeKind::kContinue), StopReason(DoneStep{}));
+  EXPECT_EQ(target_->position(), Position(end_));
+}
+
+TEST_F(TraceTargetReven, FramesAreInstructionPositions) {
+  EXPECT_EQ(target_->frame_count(), end_);
+  auto hit = target_->FindFrame(FrameByNumber{3}, std::nullopt);
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->frame, 3u);
+  EXPECT_EQ(hit->tracepoint, 1u);
+  EXPECT_FALSE(target_->FindFrame(FrameByNumber{static_cast<std::uint32_t>(end_)}, std::nullopt));
+  const std::uint64_t pc0 = Pc();
+  ASSERT_TRUE(target_->SelectFrame(3).ok());
+  EXPECT_EQ(Pc(), CursorPc(3));  // reads answer at the frame
+  EXPECT_EQ(target_->position(), Position(0));
+  ASSERT_TRUE(target_->SelectFrame(std::nullopt).ok());
+  EXPECT_EQ(Pc(), pc0);
+
+  const auto& info = fx_->info;
+  hit = target_->FindFrame(FrameByPc{info.far_pc}, std::nullopt);
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->frame, info.far_pc_event);
+  EXPECT_FALSE(
+      target_->FindFrame(FrameByPc{info.far_pc}, static_cast<std::uint32_t>(info.far_pc_event)));
+  hit = target_->FindFrame(FrameInRange{info.far_pc, info.far_pc}, 5);
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->frame, info.far_pc_event);
+  hit = target_->FindFrame(FrameByPc{CursorPc(10)}, 9);
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->frame, 10u);
+  // Outside the program's code: the first instruction elsewhere (an
+  // interrupt handler), by brute force.
+  const core::Address lo = info.code_addresses.front(), hi = info.code_addresses.back();
+  std::optional<std::uint64_t> expected;
+  for (std::uint64_t p = 0; p < end_ && !expected; ++p) {
+    ASSERT_TRUE(cursor_->Seek(Position(p)).ok());
+    auto event = cursor_->CurrentEvent();
+    ASSERT_TRUE(event.ok());
+    if ((*event)->kind != core::EventKind::kInstruction) continue;
+    auto pc = cursor_->Pc(cursor_->current_thread());
+    if (pc && (*pc < lo || *pc > hi)) expected = p;
+  }
+  hit = target_->FindFrame(FrameOutsideRange{lo, hi}, std::nullopt);
+  ASSERT_EQ(hit.has_value(), expected.has_value());
+  if (hit) EXPECT_EQ(hit->frame, *expected);
+  hit = target_->FindFrame(FrameByTracepoint{1}, 41);
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->frame, 42u);
+  EXPECT_FALSE(target_->FindFrame(FrameByTracepoint{2}, std::nullopt));
+}
+
+}  // namespace
+}  // namespace backstep::gdbstub

@@ -1,0 +1,193 @@
+// Server (backstep/gdbstub/server.h): the TCP listener, the signal set and
+// the set of live connections, all driven by one io_context.
+#include "backstep/gdbstub/server.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
+#include <optional>
+#include <set>
+
+#include "transport/connection.h"
+#include "transport/packet_log.h"
+
+namespace backstep::gdbstub {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+class Server::Impl {
+ public:
+  Impl(TargetFactory factory, ServerOptions options, std::unique_ptr<PacketLog> log)
+      : factory_(std::move(factory)), options_(std::move(options)), log_(std::move(log)) {}
+
+  core::Expected<std::uint16_t> ListenTcp(const std::string& address, std::uint16_t port);
+  core::Status AddConnection(int in_fd, int out_fd, const std::string& peer);
+  void Run();
+  void Stop() {
+    asio::post(io_, [this] { DoStop(); });
+  }
+  std::size_t connection_count() const { return count_.load(); }
+  void DoStop();
+
+ private:
+  void Accept();
+  void OnClosed(Connection& connection);
+  void Notice(const std::string& text) {
+    if (options_.notice) options_.notice(text);
+  }
+
+  asio::io_context io_;
+  TargetFactory factory_;
+  ServerOptions options_;
+  std::unique_ptr<PacketLog> log_;
+  std::optional<tcp::acceptor> acceptor_;
+  std::optional<asio::signal_set> signals_;
+  std::set<std::shared_ptr<Connection>> connections_;
+  std::atomic<std::size_t> count_{0};
+  int next_id_ = 1;
+  bool stopping_ = false;
+};
+
+core::Expected<std::uint16_t> Server::Impl::ListenTcp(const std::string& address,
+                                                      std::uint16_t port) {
+  boost::system::error_code error;
+  asio::ip::address ip = asio::ip::make_address(address, error);
+  if (error) return core::Status::InvalidArgument("not an IP address: '" + address + "'");
+  tcp::endpoint endpoint(ip, port);
+  tcp::acceptor acceptor(io_);
+  if (!acceptor.open(endpoint.protocol(), error) &&
+      !acceptor.set_option(tcp::acceptor::reuse_address(true), error) &&
+      !acceptor.bind(endpoint, error) &&
+      !acceptor.listen(asio::socket_base::max_listen_connections, error)) {
+    std::uint16_t bound = acceptor.local_endpoint(error).port();
+    if (!error) {
+      acceptor_.emplace(std::move(acceptor));
+      Accept();
+      return bound;
+    }
+  }
+  return core::Status::IOError("cannot listen on " + address + ":" + std::to_string(port) + ": " +
+                               error.message());
+}
+
+void Server::Impl::Accept() {
+  acceptor_->async_accept([this](const boost::system::error_code& error, tcp::socket socket) {
+    if (stopping_ || !acceptor_ || !acceptor_->is_open()) return;
+    if (error) {
+      Notice("accept failed: " + error.message());
+    } else {
+      boost::system::error_code ignored;
+      socket.set_option(tcp::no_delay(true), ignored);  // replies are small and latency-bound
+      tcp::endpoint remote = socket.remote_endpoint(ignored);
+      std::string peer = remote.address().to_string() + ":" + std::to_string(remote.port());
+      boost::system::error_code released;
+      int fd = socket.release(released);
+      if (released) {
+        Notice("cannot take the client's socket: " + released.message());
+      } else if (core::Status status = AddConnection(fd, fd, peer); !status.ok()) {
+        Notice(status.ToString());
+      }
+    }
+    Accept();
+  });
+}
+
+core::Status Server::Impl::AddConnection(int in_fd, int out_fd, const std::string& peer) {
+  auto target = factory_();
+  if (!target.ok()) {
+    ::close(in_fd);
+    if (out_fd != in_fd) ::close(out_fd);
+    return target.status();
+  }
+  const int id = next_id_++;
+  auto connection =
+      std::make_shared<Connection>(io_, in_fd, out_fd, std::move(*target), id, log_.get(),
+                                   [this](Connection& c) { OnClosed(c); });
+  BACKSTEP_RETURN_IF_ERROR(connection->Start());
+  connections_.insert(connection);
+  count_.store(connections_.size());
+  if (log_) log_->Note(id, "connected from " + peer);
+  Notice("client " + std::to_string(id) + " connected from " + peer);
+  return core::Status::Ok();
+}
+
+void Server::Impl::OnClosed(Connection& connection) {
+  for (auto it = connections_.begin(); it != connections_.end(); ++it) {
+    if (it->get() == &connection) {
+      connections_.erase(it);
+      break;
+    }
+  }
+  count_.store(connections_.size());
+  if (!stopping_) Notice("client " + std::to_string(connection.id()) + " disconnected");
+  // Without a listener the server lives as long as its connections.
+  if (!acceptor_ && connections_.empty() && signals_) {
+    boost::system::error_code ignored;
+    signals_->cancel(ignored);
+  }
+}
+
+void Server::Impl::Run() {
+  if (options_.stop_on_signals) {
+    signals_.emplace(io_, SIGINT, SIGTERM);
+    signals_->async_wait([this](const boost::system::error_code& error, int signal) {
+      if (error) return;
+      Notice(std::string("stopping (") + (signal == SIGINT ? "SIGINT" : "SIGTERM") + ")");
+      DoStop();
+    });
+    if (!acceptor_ && connections_.empty()) signals_->cancel();
+  }
+  io_.run();
+  io_.restart();
+}
+
+void Server::Impl::DoStop() {
+  stopping_ = true;
+  boost::system::error_code ignored;
+  if (acceptor_) acceptor_->close(ignored);
+  if (signals_) signals_->cancel(ignored);
+  std::set<std::shared_ptr<Connection>> connections = connections_;
+  for (const auto& connection : connections) connection->Close();
+  io_.stop();
+}
+
+// ---- Server
+
+core::Expected<std::unique_ptr<Server>> Server::Create(TargetFactory factory,
+                                                       ServerOptions options) {
+  std::signal(SIGPIPE, SIG_IGN);
+  std::unique_ptr<PacketLog> log;
+  if (!options.log_path.empty()) {
+    BACKSTEP_ASSIGN_OR_RETURN(log, PacketLog::Open(options.log_path));
+  }
+  return std::unique_ptr<Server>(
+      new Server(std::make_unique<Impl>(std::move(factory), std::move(options), std::move(log))));
+}
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Server::~Server() {
+  // Run() has returned (or never ran): stop directly, on this thread.
+  impl_->DoStop();
+}
+
+core::Expected<std::uint16_t> Server::ListenTcp(const std::string& address, std::uint16_t port) {
+  return impl_->ListenTcp(address, port);
+}
+
+core::Status Server::ServeFds(int in_fd, int out_fd) {
+  return impl_->AddConnection(in_fd, out_fd,
+                              in_fd == out_fd ? "fd " + std::to_string(in_fd) : "stdio");
+}
+
+void Server::Run() { impl_->Run(); }
+void Server::Stop() { impl_->Stop(); }
+std::size_t Server::connection_count() const { return impl_->connection_count(); }
+
+}  // namespace backstep::gdbstub

@@ -1,0 +1,164 @@
+#include "recorder/address_space.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+namespace backstep::record {
+namespace {
+
+// Mappings whose contents cannot be read or must not be diffed: the vvar
+// page changes under the program's feet and ptrace cannot read it.
+bool Skipped(const Mapping& m) { return m.name.rfind("[vvar", 0) == 0 || m.name == "[vsyscall]"; }
+
+bool SameBacking(const Mapping& a, const Mapping& b) {
+  return a.name == b.name && a.read == b.read && a.write == b.write && a.exec == b.exec &&
+         (a.name.empty() || a.name[0] == '[' || a.file_offset - a.start == b.file_offset - b.start);
+}
+
+const Mapping* Covering(const std::vector<Mapping>& maps, core::Address a) {
+  auto it = std::upper_bound(maps.begin(), maps.end(), a,
+                             [](core::Address x, const Mapping& m) { return x < m.start; });
+  if (it == maps.begin()) return nullptr;
+  --it;
+  return a < it->end() ? &*it : nullptr;
+}
+
+}  // namespace
+
+core::Status AddressSpace::Init(const Tracee& tracee) {
+  core::Expected<std::vector<Mapping>> maps = tracee.ReadMaps();
+  if (!maps.ok()) return maps.status();
+  maps_ = std::move(*maps);
+  shadow_.clear();
+  for (const Mapping& m : maps_) {
+    if (m.write && !Skipped(m)) Shadow(tracee, m);
+  }
+  return core::Status::Ok();
+}
+
+void AddressSpace::Shadow(const Tracee& tracee, const Mapping& m) {
+  std::vector<std::uint8_t>& s = shadow_[m.start];
+  s.resize(m.size);
+  tracee.ReadMemoryZeroFill(m.start, s);
+}
+
+const Mapping* AddressSpace::Find(core::Address address) const { return Covering(maps_, address); }
+
+void AddressSpace::Note(core::Address address, std::span<const std::uint8_t> data) {
+  while (!data.empty()) {
+    auto it = shadow_.upper_bound(address);
+    if (it == shadow_.begin()) return;
+    --it;
+    const core::Address end = it->first + it->second.size();
+    if (address >= end) {
+      // Not in a shadowed mapping: skip to the next one.
+      auto next = shadow_.upper_bound(address);
+      if (next == shadow_.end() || next->first >= address + data.size()) return;
+      data = data.subspan(next->first - address);
+      address = next->first;
+      continue;
+    }
+    const std::size_t n = std::min<std::uint64_t>(data.size(), end - address);
+    std::memcpy(it->second.data() + (address - it->first), data.data(), n);
+    data = data.subspan(n);
+    address += n;
+  }
+}
+
+void AddressSpace::Diff(const Tracee& tracee, std::vector<Range>* ranges) {
+  for (auto& [start, shadow] : shadow_) {
+    scratch_.resize(shadow.size());
+    tracee.ReadMemoryZeroFill(start, scratch_);
+    std::size_t i = 0;
+    const std::size_t n = shadow.size();
+    while (i < n) {
+      // Compare 64-byte blocks first: most memory is unchanged.
+      if (i + 64 <= n && std::memcmp(&shadow[i], &scratch_[i], 64) == 0) {
+        i += 64;
+        continue;
+      }
+      if (shadow[i] == scratch_[i]) {
+        ++i;
+        continue;
+      }
+      std::size_t j = i;
+      while (j < n && (shadow[j] != scratch_[j] || (j + 8 < n && std::memcmp(&shadow[j], &scratch_[j], 8) != 0))) ++j;
+      ranges->push_back({start + i, j - i});
+      std::memcpy(&shadow[i], &scratch_[i], j - i);
+      i = j;
+    }
+  }
+}
+
+core::Status AddressSpace::Update(const Tracee& tracee, std::span<const Range> fresh,
+                                  MapChanges* changes) {
+  core::Expected<std::vector<Mapping>> next = tracee.ReadMaps();
+  if (!next.ok()) return next.status();
+  const std::vector<Mapping>& old_maps = maps_;
+  const std::vector<Mapping>& new_maps = *next;
+  // Elementary segments between every boundary of either list.
+  std::set<core::Address> cuts;
+  for (const auto* list : {&old_maps, &new_maps}) {
+    for (const Mapping& m : *list) {
+      cuts.insert(m.start);
+      cuts.insert(m.end());
+    }
+  }
+  for (const Range& r : fresh) {
+    cuts.insert(r.start);
+    cuts.insert(r.start + r.size);
+  }
+  auto in_fresh = [&](core::Address a) {
+    return std::any_of(fresh.begin(), fresh.end(),
+                       [&](const Range& r) { return a >= r.start && a < r.start + r.size; });
+  };
+  auto append = [](std::vector<Mapping>& out, const Mapping& m) {
+    if (!out.empty() && out.back().end() == m.start && SameBacking(out.back(), m)) {
+      out.back().size += m.size;
+    } else {
+      out.push_back(m);
+    }
+  };
+  for (auto it = cuts.begin(); it != cuts.end() && std::next(it) != cuts.end(); ++it) {
+    const core::Address a = *it, b = *std::next(it);
+    const Mapping* o = Covering(old_maps, a);
+    const Mapping* n = Covering(new_maps, a);
+    if (!o && !n) continue;
+    Mapping piece = n ? *n : *o;
+    piece.file_offset += a - piece.start;
+    piece.start = a;
+    piece.size = b - a;
+    if (o && !n) {
+      append(changes->unmapped, piece);
+    } else if (!o || in_fresh(a) || o->name != n->name) {
+      if (o) append(changes->unmapped, piece);
+      append(changes->mapped, piece);
+    } else if (o->read != n->read || o->write != n->write || o->exec != n->exec) {
+      append(changes->reprotected, piece);
+    }
+  }
+  maps_ = std::move(*next);
+  // Shadow: drop what is gone or no longer writable, add what became writable.
+  for (auto it = shadow_.begin(); it != shadow_.end();) {
+    const Mapping* m = Covering(maps_, it->first);
+    const bool keep = m && m->start == it->first && m->size == it->second.size() && m->write &&
+                      !in_fresh(it->first);
+    it = keep ? std::next(it) : shadow_.erase(it);
+  }
+  for (const Mapping& m : maps_) {
+    if (m.write && !Skipped(m) && !shadow_.count(m.start)) Shadow(tracee, m);
+  }
+  for (const Mapping& m : changes->mapped) {
+    if (m.read && !Skipped(m)) changes->contents.push_back({m.start, m.size});
+  }
+  return core::Status::Ok();
+}
+
+std::uint64_t AddressSpace::shadow_bytes() const {
+  std::uint64_t n = 0;
+  for (const auto& [start, s] : shadow_) n += s.size();
+  return n;
+}
+
+}  // namespace backstep::record

@@ -1,0 +1,58 @@
+// CpuState: a stopped tracee's registers, as backstep's canonical registers.
+//
+// GPRs, eflags, selectors and fs/gs base come from PTRACE_GETREGS; x87, SSE
+// and AVX state from NT_X86_XSTATE, fetched only when needed (the recorder
+// asks after FP/SIMD instructions and syscalls). Collect() turns both into
+// one RegisterWrite per tracked register, in a fixed order, so that two
+// collections diff slot by slot.
+//
+// Normalisation of single-stepping artefacts: eflags loses RF (set after a
+// fault inside `rep`, which the program never sees).
+//
+// Not tracked: rip (the sink derives it from pc and size), orig_rax, and
+// the x87 pointers fiseg/fioff/foseg/fooff/fop (no Unicorn register carries
+// them), AVX-512 (k, zmm, xmm16-31) and pkru.
+//
+// Thread-safety: a value type.
+#pragma once
+
+#include <sys/user.h>
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backstep/core/register_file.h"
+
+namespace backstep::record {
+
+class CpuLayout {
+ public:
+  // Resolves the tracked registers in X86_64() and the XSAVE layout (cpuid).
+  CpuLayout();
+  std::size_t gpr_count() const { return gpr_count_; }
+  std::size_t count() const { return ids_.size(); }
+  // Registers from PTRACE_GETREGS into out[0, gpr_count()).
+  void CollectGprs(const user_regs_struct& regs, std::span<core::RegisterWrite> out) const;
+  // Registers from an XSAVE image into out[gpr_count(), count()).
+  void CollectFp(std::span<const std::uint8_t> xstate, std::span<core::RegisterWrite> out) const;
+  std::uint16_t size(std::size_t slot) const { return sizes_[slot]; }
+
+ private:
+  std::vector<core::RegisterId> ids_;
+  std::vector<std::uint16_t> sizes_;
+  std::size_t gpr_count_ = 0;
+  std::uint32_t ymmh_offset_ = 576;
+  bool avx_ = false;
+};
+
+// Appends to *out the slots in [first, last) whose value differs.
+void DiffRegisters(const CpuLayout& layout, std::span<const core::RegisterWrite> before,
+                   std::span<const core::RegisterWrite> after, std::size_t first,
+                   std::size_t last, std::vector<core::RegisterWrite>* out);
+
+// The full x87 tag word (2 bits per physical register) from FXSAVE's
+// abridged one, as FSAVE stores it. `st` holds ST(0..7), 16 bytes apart.
+std::uint16_t FullTagWord(std::uint8_t abridged, std::uint16_t fsw, const std::uint8_t* st);
+
+}  // namespace backstep::record

@@ -1,0 +1,220 @@
+#include "recorder/insn_decoder.h"
+
+#include <capstone/capstone.h>
+#include <cpuid.h>
+
+#include <algorithm>
+
+namespace backstep::record {
+namespace {
+
+// Value of a capstone register in `r` (64-bit view for address arithmetic).
+std::uint64_t RegValue(const user_regs_struct& r, unsigned reg) {
+  switch (reg) {
+    case X86_REG_RAX: return r.rax;
+    case X86_REG_RBX: return r.rbx;
+    case X86_REG_RCX: return r.rcx;
+    case X86_REG_RDX: return r.rdx;
+    case X86_REG_RSI: return r.rsi;
+    case X86_REG_RDI: return r.rdi;
+    case X86_REG_RBP: return r.rbp;
+    case X86_REG_RSP: return r.rsp;
+    case X86_REG_R8: return r.r8;
+    case X86_REG_R9: return r.r9;
+    case X86_REG_R10: return r.r10;
+    case X86_REG_R11: return r.r11;
+    case X86_REG_R12: return r.r12;
+    case X86_REG_R13: return r.r13;
+    case X86_REG_R14: return r.r14;
+    case X86_REG_R15: return r.r15;
+    case X86_REG_EAX: return r.rax & 0xffffffff;
+    case X86_REG_EBX: return r.rbx & 0xffffffff;
+    case X86_REG_ECX: return r.rcx & 0xffffffff;
+    case X86_REG_EDX: return r.rdx & 0xffffffff;
+    case X86_REG_ESI: return r.rsi & 0xffffffff;
+    case X86_REG_EDI: return r.rdi & 0xffffffff;
+    case X86_REG_EBP: return r.rbp & 0xffffffff;
+    case X86_REG_ESP: return r.rsp & 0xffffffff;
+    case X86_REG_R8D: return r.r8 & 0xffffffff;
+    case X86_REG_R9D: return r.r9 & 0xffffffff;
+    case X86_REG_R10D: return r.r10 & 0xffffffff;
+    case X86_REG_R11D: return r.r11 & 0xffffffff;
+    case X86_REG_R12D: return r.r12 & 0xffffffff;
+    case X86_REG_R13D: return r.r13 & 0xffffffff;
+    case X86_REG_R14D: return r.r14 & 0xffffffff;
+    case X86_REG_R15D: return r.r15 & 0xffffffff;
+    case X86_REG_FS: return r.fs_base;
+    case X86_REG_GS: return r.gs_base;
+    default: return 0;  // X86_REG_INVALID, cs/ds/es/ss (base 0 in 64-bit mode)
+  }
+}
+
+bool IsVectorReg(unsigned reg) {
+  return (reg >= X86_REG_XMM0 && reg <= X86_REG_XMM31) ||
+         (reg >= X86_REG_YMM0 && reg <= X86_REG_YMM31) ||
+         (reg >= X86_REG_ZMM0 && reg <= X86_REG_ZMM31);
+}
+
+bool IsFpGroup(unsigned g) {
+  switch (g) {
+    case X86_GRP_3DNOW: case X86_GRP_AES: case X86_GRP_AVX: case X86_GRP_AVX2:
+    case X86_GRP_AVX512: case X86_GRP_F16C: case X86_GRP_FMA: case X86_GRP_FMA4:
+    case X86_GRP_MMX: case X86_GRP_SHA: case X86_GRP_SSE1: case X86_GRP_SSE2:
+    case X86_GRP_SSE3: case X86_GRP_SSE41: case X86_GRP_SSE42: case X86_GRP_SSE4A:
+    case X86_GRP_SSSE3: case X86_GRP_PCLMUL: case X86_GRP_XOP: case X86_GRP_FPU:
+    case X86_GRP_CDI: case X86_GRP_ERI: case X86_GRP_DQI: case X86_GRP_BWI: case X86_GRP_PFI:
+    case X86_GRP_VLX:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Opcode bytes that touch FP/SIMD state whatever capstone's groups say:
+// VEX/EVEX, x87 escapes, and the SIMD rows of the 0F map (prefixes skipped).
+bool FpByOpcode(std::span<const std::uint8_t> b) {
+  std::size_t i = 0;
+  while (i < b.size() && (b[i] == 0x66 || b[i] == 0xf2 || b[i] == 0xf3 || b[i] == 0xf0 ||
+                          b[i] == 0x2e || b[i] == 0x3e || b[i] == 0x26 || b[i] == 0x64 ||
+                          b[i] == 0x65 || b[i] == 0x36 || b[i] == 0x67)) {
+    ++i;
+  }
+  if (i < b.size() && (b[i] & 0xf0) == 0x40) ++i;  // REX
+  if (i >= b.size()) return false;
+  const std::uint8_t op = b[i];
+  if (op == 0xc4 || op == 0xc5 || op == 0x62) return true;  // VEX, EVEX (64-bit mode)
+  if (op >= 0xd8 && op <= 0xdf) return true;                // x87
+  if (op != 0x0f || i + 1 >= b.size()) return false;
+  const std::uint8_t o2 = b[i + 1];
+  return (o2 >= 0x10 && o2 <= 0x17) || (o2 >= 0x28 && o2 <= 0x2f) || o2 == 0x38 || o2 == 0x3a ||
+         (o2 >= 0x50 && o2 <= 0x7f) || o2 == 0xae || (o2 >= 0xc2 && o2 <= 0xc6) || o2 >= 0xd0;
+}
+
+}  // namespace
+
+InsnDecoder::InsnDecoder() {
+  csh h = 0;
+  cs_open(CS_ARCH_X86, CS_MODE_64, &h);
+  cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
+  handle_ = h;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_count(0xd, 0, &a, &b, &c, &d) && b != 0) xsave_size_ = b;
+}
+
+InsnDecoder::~InsnDecoder() {
+  csh h = handle_;
+  cs_close(&h);
+}
+
+const Decoded* InsnDecoder::Find(core::Address pc) const {
+  auto it = cache_.find(pc);
+  return it == cache_.end() ? nullptr : &it->second;
+}
+
+const Decoded& InsnDecoder::Decode(core::Address pc, std::span<const std::uint8_t> bytes) {
+  Decoded& d = cache_[pc];
+  d = Decoded();
+  DecodeInto(pc, bytes, &d);
+  return d;
+}
+
+void InsnDecoder::DecodeInto(core::Address pc, std::span<const std::uint8_t> bytes, Decoded* d) {
+  cs_insn* insn = nullptr;
+  const std::size_t n = cs_disasm(handle_, bytes.data(), bytes.size(), pc, 1, &insn);
+  if (n == 0) {
+    d->unknown_writes = true;
+    d->fp = true;
+    return;
+  }
+  const cs_insn& in = insn[0];
+  const cs_x86& x = in.detail->x86;
+  d->size = static_cast<std::uint8_t>(in.size);
+  d->fp = FpByOpcode(bytes.first(in.size));
+  for (unsigned g = 0; g < in.detail->groups_count; ++g) d->fp |= IsFpGroup(in.detail->groups[g]);
+  std::uint32_t fixed_size = 0;
+  switch (in.id) {
+    case X86_INS_SYSCALL: d->syscall = true; break;
+    case X86_INS_PUSHF: case X86_INS_PUSHFQ: case X86_INS_PUSHFD:
+      d->pushf = true;
+      d->stack_push = true;
+      break;
+    case X86_INS_PUSH: case X86_INS_CALL: case X86_INS_ENTER: d->stack_push = true; break;
+    case X86_INS_POP: d->pop = true; break;
+    case X86_INS_STOSB: case X86_INS_MOVSB: d->string_write = true; d->element = 1; break;
+    case X86_INS_STOSW: case X86_INS_MOVSW: d->string_write = true; d->element = 2; break;
+    case X86_INS_STOSD: case X86_INS_MOVSD:
+      // MOVSD is also the SSE scalar move: only the operand-less form is a string op.
+      if (x.op_count == 0 || (x.op_count == 2 && x.operands[0].type == X86_OP_MEM &&
+                              x.operands[1].type == X86_OP_MEM)) {
+        d->string_write = true;
+        d->element = 4;
+      }
+      break;
+    case X86_INS_STOSQ: case X86_INS_MOVSQ: d->string_write = true; d->element = 8; break;
+    case X86_INS_RDTSC: d->rdtsc = true; break;
+    case X86_INS_RDTSCP: d->rdtscp = true; break;
+    case X86_INS_INT3: case X86_INS_INT: case X86_INS_INT1: case X86_INS_INTO:
+      d->breakpoint = true;
+      break;
+    case X86_INS_FXSAVE: case X86_INS_FXSAVE64: fixed_size = 512; break;
+    case X86_INS_XSAVE: case X86_INS_XSAVE64: case X86_INS_XSAVEC: case X86_INS_XSAVEC64:
+    case X86_INS_XSAVEOPT: case X86_INS_XSAVEOPT64: case X86_INS_XSAVES: case X86_INS_XSAVES64:
+      fixed_size = xsave_size_;
+      d->fp = true;
+      break;
+    case X86_INS_FNSAVE: fixed_size = 108; break;
+    case X86_INS_FNSTENV: fixed_size = 28; break;
+    case X86_INS_MASKMOVDQU: case X86_INS_VMASKMOVDQU:
+      d->writes.push_back({X86_REG_RDI, 0, 0, 0, 1, 16});
+      break;
+    case X86_INS_MASKMOVQ: d->writes.push_back({X86_REG_RDI, 0, 0, 0, 1, 8}); break;
+    default: break;
+  }
+  for (unsigned i = 0; i < x.op_count; ++i) {
+    const cs_x86_op& op = x.operands[i];
+    if (op.type == X86_OP_REG && IsVectorReg(op.reg)) d->fp = true;
+    if (op.type != X86_OP_MEM) continue;
+    if (d->string_write) continue;  // covered by the rdi rule
+    // capstone 4 leaves some access flags empty: those count as writes.
+    const bool read_only = op.access != 0 && (op.access & CS_AC_WRITE) == 0;
+    if ((read_only && !fixed_size) || in.id == X86_INS_LEA || in.id == X86_INS_NOP) continue;
+    if (in.id >= X86_INS_PREFETCH && in.id <= X86_INS_PREFETCHW) continue;
+    if (IsVectorReg(op.mem.index)) {
+      d->unknown_writes = true;  // VSIB: a scatter
+      continue;
+    }
+    Decoded::MemOperand m;
+    m.base = static_cast<std::uint16_t>(op.mem.base);
+    m.index = static_cast<std::uint16_t>(op.mem.index);
+    m.segment = static_cast<std::uint16_t>(op.mem.segment);
+    m.disp = op.mem.disp;
+    m.scale = static_cast<std::uint8_t>(op.mem.scale);
+    m.size = fixed_size ? fixed_size : std::max<std::uint32_t>(op.size, 1);
+    if (m.base == X86_REG_RIP) {
+      m.base = 0;
+      m.disp += static_cast<std::int64_t>(pc + in.size);
+    }
+    d->writes.push_back(m);
+  }
+  cs_free(insn, n);
+}
+
+void InsnDecoder::Writes(const Decoded& d, const user_regs_struct& before,
+                         const user_regs_struct& after, std::vector<Range>* out) {
+  const user_regs_struct& regs = d.pop ? after : before;
+  for (const Decoded::MemOperand& m : d.writes) {
+    const std::uint64_t address = RegValue(regs, m.base) + RegValue(regs, m.index) * m.scale +
+                                  static_cast<std::uint64_t>(m.disp) + RegValue(regs, m.segment);
+    out->push_back({address, m.size});
+  }
+  if (d.stack_push && after.rsp < before.rsp) out->push_back({after.rsp, before.rsp - after.rsp});
+  if (d.string_write && after.rdi != before.rdi) {
+    if (after.rdi > before.rdi) {
+      out->push_back({before.rdi, after.rdi - before.rdi});
+    } else {
+      out->push_back({after.rdi + d.element, before.rdi - after.rdi});
+    }
+  }
+}
+
+}  // namespace backstep::record

@@ -1,0 +1,84 @@
+// InsnDecoder: what an x86-64 instruction may write, decoded with capstone.
+//
+// Decode() runs before the instruction executes and caches by address (the
+// caller invalidates the cache when code may have changed: mmap, mprotect,
+// munmap, or a write into an executable mapping). Writes() then turns the
+// decoded form plus the registers before and after the step into byte
+// ranges, whose contents the recorder reads after the step:
+//
+//   * explicit memory operands with write access (capstone 4 leaves some
+//     access flags empty: those count as writes; a read is never missed,
+//     an extra range only costs a read);
+//   * push/call/enter/pushf: [rsp after, rsp before);
+//   * stos/movs (rep or not, either direction): between rdi before and
+//     after, so any number of iterations per step is covered;
+//   * fxsave (512), xsave family (the XCR0-sized area, cpuid 0xd), fnsave
+//     (108), fnstenv (28), maskmovdqu/maskmovq ([rdi], 16/8).
+// Anything the rules cannot bound (VSIB scatters, undecodable bytes) sets
+// `unknown_writes`: the recorder then diffs all writable memory.
+//
+// Thread-safety: one thread at a time (capstone handle, cache).
+#pragma once
+
+#include <sys/user.h>
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "backstep/core/types.h"
+
+namespace backstep::record {
+
+struct Range {
+  core::Address start = 0;
+  std::uint64_t size = 0;
+};
+
+struct Decoded {
+  std::uint8_t size = 0;  // 0: undecodable
+  bool fp = false;        // touches x87/MMX/SSE/AVX state: fetch xstate after it
+  bool syscall = false;
+  bool pushf = false;
+  bool stack_push = false;  // push/call/enter/pushf
+  bool string_write = false;  // stos/movs: writes between rdi before and after
+  bool pop = false;           // memory operands use rsp after the pop
+  bool rdtsc = false, rdtscp = false;
+  bool breakpoint = false;  // int3/int1/int n
+  bool unknown_writes = false;
+  std::uint8_t element = 0;  // string element size
+  struct MemOperand {
+    std::uint16_t base = 0, index = 0, segment = 0;  // capstone x86_reg
+    std::int64_t disp = 0;
+    std::uint8_t scale = 1;
+    std::uint32_t size = 0;
+  };
+  std::vector<MemOperand> writes;  // explicit ones (+ implicit [rdi] of maskmov)
+};
+
+class InsnDecoder {
+ public:
+  InsnDecoder();
+  ~InsnDecoder();
+  InsnDecoder(const InsnDecoder&) = delete;
+  InsnDecoder& operator=(const InsnDecoder&) = delete;
+
+  // Decodes `bytes` (up to 15, fewer at the end of a mapping) at `pc`.
+  const Decoded& Decode(core::Address pc, std::span<const std::uint8_t> bytes);
+  // Cached decoding at pc, or nullptr.
+  const Decoded* Find(core::Address pc) const;
+  void Invalidate() { cache_.clear(); }
+
+  // Ranges written by `d`, given the registers before and after its step.
+  static void Writes(const Decoded& d, const user_regs_struct& before,
+                     const user_regs_struct& after, std::vector<Range>* out);
+
+ private:
+  void DecodeInto(core::Address pc, std::span<const std::uint8_t> bytes, Decoded* d);
+  std::size_t handle_ = 0;  // csh
+  std::uint32_t xsave_size_ = 4096;
+  std::unordered_map<core::Address, Decoded> cache_;
+};
+
+}  // namespace backstep::record

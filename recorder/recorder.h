@@ -1,0 +1,71 @@
+// Recorder: records a Linux x86-64 program by single-stepping it with
+// ptrace, into a RecordingSink.
+//
+// Record() spawns the program (tracee.h), stops before its first
+// instruction, hands the sink the initial image, then per step:
+//   1. decodes the instruction at rip (insn_decoder.h, cached);
+//   2. single-steps it;
+//   3. sends the registers it changed (GPRs always; x87/SSE/AVX when it is
+//      an FP/SIMD instruction or a syscall) and the contents of the ranges
+//      it wrote;
+//   4. after `syscall`: the kernel's writes (known buffers, else a diff of
+//      all writable memory) and, for mmap/munmap/mprotect/brk/mremap, the
+//      mapping changes with the new mappings' contents.
+// Every `check_interval` steps (and at the end) a diff of all writable
+// memory and of the FP state checks that nothing was missed; anything found
+// is recorded (late) and counted in RecordResult::missed_*.
+//
+// Nondeterminism and artefacts: rdtsc/rdtscp fault (PR_TSC_SIGSEGV) and are
+// emulated with the host's counter; rseq registration fails with ENOSYS
+// (the kernel would otherwise write the rseq area behind the trace's back);
+// r11 after `syscall` and the flags `pushf` stores lose the TF bit that
+// single-stepping sets; eflags loses RF.
+//
+// Refused (Unsupported, the trace ends before the instruction): clone,
+// fork, vfork, execve, signals the program handles, stop signals, int3.
+// Signals it does not handle are delivered (ignored ones vanish, fatal ones
+// end the recording like an exit).
+//
+// Thread-safety: one recording per thread (ptrace is per-thread).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backstep/core/expected.h"
+#include "recorder/recording_sink.h"
+#include "recorder/tracee.h"
+
+namespace backstep::record {
+
+struct RecordOptions {
+  SpawnOptions spawn;
+  std::optional<std::uint64_t> max_instructions;
+  // Called about every 4096 instructions with the count so far; returning
+  // false stops the recording (Ctrl-C).
+  std::function<bool(std::uint64_t instructions)> progress;
+  std::uint64_t check_interval = 1u << 20;  // full diffs; 0: only at the end
+};
+
+struct RecordResult {
+  std::uint64_t instructions = 0;
+  std::uint64_t syscalls = 0;
+  enum class End { kExited, kKilled, kMaxInstructions, kInterrupted } end = End::kExited;
+  int exit_code = 0;     // kExited
+  int signal = 0;        // kKilled
+  std::uint64_t missed_bytes = 0;      // found by the periodic checks
+  std::uint64_t missed_registers = 0;  // FP registers the decoder did not announce
+  std::uint64_t full_diffs = 0;        // syscalls and instructions without known writes
+};
+
+// Records until the program exits, max_instructions or progress says stop.
+// The sink is finished in every case where OnStart succeeded (the trace is
+// then complete up to the last recorded instruction), even when an error
+// (Unsupported for refused features, IOError for ptrace failures) is
+// returned.
+core::Expected<RecordResult> Record(const RecordOptions& options, RecordingSink& sink);
+
+}  // namespace backstep::record

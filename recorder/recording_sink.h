@@ -1,0 +1,93 @@
+// RecordingSink: where the recorder (recorder.h) sends what it observes.
+//
+// The recorder speaks in backstep's canonical terms (X86_64() RegisterIds,
+// virtual addresses) and knows nothing of file formats; a sink turns the
+// calls into a trace file (usercorn_sink.h writes UCIR) or, in tests, keeps
+// them. Calls come in this order:
+//
+//   OnStart  once, stopped before the first instruction after exec: the
+//            whole image (mappings, a reader for their contents), every
+//            register, the auxiliary vector and the executable's path.
+//   OnInstruction / OnSyscall / OnResync, in execution order:
+//     - OnInstruction per retired instruction: the registers it changed
+//       (values after it; rip is implied by pc + size or the next pc) and
+//       the memory it wrote (contents after it);
+//     - OnSyscall right after the OnInstruction of a `syscall`: the
+//       kernel's side effects (mappings, memory, registers);
+//     - OnResync: state changed by no instruction (after a signal the
+//       recorder let through), applied before the instruction at `pc`.
+//   Finish   once (exit, Ctrl-C, --max-insns, error): completes the file.
+//
+// Spans passed to a sink are valid only during the call.
+//
+// Thread-safety: one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backstep/core/event.h"
+#include "backstep/core/register_file.h"
+#include "backstep/core/status.h"
+
+namespace backstep::record {
+
+// One mapping of /proc/PID/maps.
+struct Mapping {
+  core::Address start = 0;
+  std::uint64_t size = 0;
+  bool read = false, write = false, exec = false;
+  std::uint64_t file_offset = 0;
+  std::string name;  // path, "[stack]", "[heap]", "[vdso]", or ""
+  core::Address end() const { return start + size; }
+};
+
+// Fills *out with a mapping's contents (size bytes; unreadable pages, such
+// as [vvar]'s, read as zeros).
+using MappingContents = std::function<core::Status(const Mapping&, std::vector<std::uint8_t>*)>;
+
+struct StartInfo {
+  std::uint64_t pid = 0;
+  std::string executable;  // /proc/PID/exe
+  std::vector<std::uint8_t> auxv;  // /proc/PID/auxv, raw (u64 type, u64 value pairs)
+  std::vector<Mapping> mappings;
+  MappingContents contents;
+  // Every register the recorder tracks, values before the first instruction.
+  std::span<const core::RegisterWrite> registers;
+  core::Address pc = 0;
+};
+
+struct InstructionRecord {
+  core::Address pc = 0;
+  std::uint8_t size = 0;
+  std::span<const core::RegisterWrite> registers;  // changed ones, values after
+  std::span<const core::MemoryAccess> writes;      // contents after
+};
+
+struct SyscallRecord {
+  std::uint32_t number = 0;
+  std::uint64_t result = 0;
+  std::uint64_t args[6] = {};
+  std::span<const Mapping> unmapped;  // ranges removed (name unused)
+  std::span<const Mapping> mapped;    // new mappings (contents come in `writes`)
+  std::span<const Mapping> protected_;  // ranges whose protection changed
+  std::span<const core::MemoryAccess> writes;
+  std::span<const core::RegisterWrite> registers;  // changed by the kernel
+};
+
+class RecordingSink {
+ public:
+  virtual ~RecordingSink() = default;
+  virtual core::Status OnStart(const StartInfo& start) = 0;
+  virtual void OnInstruction(const InstructionRecord& insn) = 0;
+  virtual void OnSyscall(const SyscallRecord& syscall) = 0;
+  virtual void OnResync(core::Address pc, std::span<const core::RegisterWrite> registers) = 0;
+  // `exited`: the program ended (as opposed to being cut short).
+  virtual core::Status Finish(bool exited) = 0;
+};
+
+}  // namespace backstep::record

@@ -1,0 +1,90 @@
+// Tracee: one Linux x86-64 process under ptrace, for the recorder and its
+// tests.
+//
+// Spawn() forks; the child disables ASLR (unless asked not to), makes rdtsc
+// fault (PR_TSC_SIGSEGV, so the recorder can record its result), asks to be
+// traced and execs. The parent waits for the exec stop and sets the ptrace
+// options (exit-kill, clone/fork/vfork/exec events). A failed exec is
+// reported with the child's errno through a close-on-exec pipe.
+//
+// Thread-safety: one thread at a time; the thread that spawned the tracee
+// must drive it (ptrace is per-thread).
+#pragma once
+
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backstep/core/expected.h"
+#include "recorder/recording_sink.h"
+
+namespace backstep::record {
+
+struct SpawnOptions {
+  std::vector<std::string> argv;  // argv[0] is the program (searched in PATH)
+  bool keep_aslr = false;
+  bool trap_rdtsc = true;
+  int stdout_fd = -1, stderr_fd = -1, stdin_fd = -1;  // -1: inherit
+};
+
+// What a resume ended with.
+struct Stop {
+  enum Kind { kStepped, kSignal, kEvent, kExited, kKilled } kind = kStepped;
+  int signal = 0;      // kSignal, kKilled
+  int event = 0;       // kEvent: PTRACE_EVENT_*
+  int exit_code = 0;   // kExited
+};
+
+class Tracee {
+ public:
+  // Unsupported when PROG is not an x86-64 ELF executable, NotFound when it
+  // does not exist, IOError (naming EPERM and its usual causes) when ptrace
+  // is refused.
+  static core::Expected<Tracee> Spawn(const SpawnOptions& options);
+  Tracee(Tracee&& other) noexcept : pid_(other.pid_), mem_fd_(other.mem_fd_) {
+    other.pid_ = -1;
+    other.mem_fd_ = -1;
+  }
+  Tracee& operator=(Tracee&&) = delete;
+  ~Tracee();  // kills the process if it is still alive
+
+  pid_t pid() const { return pid_; }
+  bool alive() const { return pid_ > 0; }
+
+  // Single-steps (delivering `signal` if not 0) and waits for the next stop.
+  core::Expected<Stop> Step(int signal = 0);
+  void Kill();
+
+  core::Status GetRegs(user_regs_struct* regs) const;
+  core::Status SetRegs(const user_regs_struct& regs) const;
+  // NT_X86_XSTATE in the standard (non-compacted) XSAVE layout.
+  core::Status GetXState(std::vector<std::uint8_t>* xstate) const;
+
+  // Reads what is readable of [address, address + out.size()); returns the
+  // number of bytes read from the start (short at an unmapped page).
+  std::size_t ReadMemory(core::Address address, std::span<std::uint8_t> out) const;
+  // Like ReadMemory, but page by page: unreadable pages become zeros.
+  void ReadMemoryZeroFill(core::Address address, std::span<std::uint8_t> out) const;
+  core::Status WriteMemory(core::Address address, std::span<const std::uint8_t> data) const;
+
+  core::Expected<std::vector<Mapping>> ReadMaps() const;
+  core::Expected<std::vector<std::uint8_t>> ReadAuxv() const;
+  std::string ExecutablePath() const;
+
+ private:
+  Tracee(pid_t pid, int mem_fd) : pid_(pid), mem_fd_(mem_fd) {}
+  pid_t pid_ = -1;
+  int mem_fd_ = -1;  // /proc/PID/mem: reads what PTRACE may read
+
+};
+
+// Unsupported unless `path` is an x86-64 ELF file; NotFound if missing.
+core::Status CheckX86_64Elf(const std::string& path);
+// argv[0] resolved through PATH like execvp; "" when not found.
+std::string FindProgram(const std::string& name);
+
+}  // namespace backstep::record

@@ -1,0 +1,157 @@
+#include "recorder/usercorn_sink.h"
+
+#include <cstring>
+
+#include "formats/usercorn/usercorn_registers.h"
+#include "formats/usercorn/usercorn_writer.h"
+
+namespace backstep::record {
+namespace {
+
+constexpr std::uint16_t kUnicornYmm0 = 154;
+
+// xmmN / ymmNh register ids -> N, or -1.
+struct VectorIds {
+  core::RegisterId xmm[16], ymmh[16];
+  VectorIds() {
+    for (int i = 0; i < 16; ++i) {
+      xmm[i] = *core::X86_64().Find("xmm" + std::to_string(i));
+      ymmh[i] = *core::X86_64().Find("ymm" + std::to_string(i) + "h");
+    }
+  }
+};
+const VectorIds& Vectors() {
+  static const VectorIds ids;
+  return ids;
+}
+
+std::uint8_t Prot(const Mapping& m) {
+  return (m.read ? core::kProtRead : 0) | (m.write ? core::kProtWrite : 0) |
+         (m.exec ? core::kProtExec : 0);
+}
+
+core::UsercornMapping ToUsercorn(const Mapping& m) {
+  core::UsercornMapping u;
+  u.address = m.start;
+  u.size = m.size;
+  u.prot = Prot(m);
+  u.desc = m.name;
+  if (!m.name.empty() && m.name[0] == '/') {
+    u.file = m.name;
+    u.file_offset = m.file_offset;
+    u.file_length = m.size;
+  }
+  return u;
+}
+
+}  // namespace
+
+core::Expected<std::unique_ptr<UsercornSink>> UsercornSink::Create(const std::string& path) {
+  core::Expected<std::unique_ptr<core::UsercornWriter>> w = core::UsercornWriter::CreateFile(path);
+  if (!w.ok()) return w.status();
+  return std::unique_ptr<UsercornSink>(new UsercornSink(std::move(*w)));
+}
+
+UsercornSink::UsercornSink(std::unique_ptr<core::UsercornWriter> writer)
+    : writer_(std::move(writer)) {}
+
+UsercornSink::~UsercornSink() = default;
+
+void UsercornSink::Convert(std::span<const core::RegisterWrite> registers, bool keyframe) {
+  const core::UsercornArch& arch = core::UsercornX86_64();
+  const core::ArchDescription& x86 = core::X86_64();
+  const VectorIds& v = Vectors();
+  regs_.clear();
+  special_.clear();
+  bool ymm_dirty[16] = {};
+  for (const core::RegisterWrite& r : registers) {
+    const std::uint16_t size = x86.info(r.reg).size;
+    for (int i = 0; i < 16; ++i) {
+      if (r.reg == v.xmm[i]) std::memcpy(ymm_[i].data(), r.value, 16);
+      if (r.reg == v.ymmh[i]) {
+        std::memcpy(ymm_[i].data() + 16, r.value, 16);
+        ymm_dirty[i] = true;
+      }
+    }
+    const std::uint16_t unicorn = arch.UnicornOf(r.reg);
+    if (unicorn == core::kNoUnicornRegister) continue;
+    if (size <= 8) {
+      std::uint64_t value = 0;
+      std::memcpy(&value, r.value, size);
+      if (keyframe && arch.IsTracked(r.reg) && value == 0) continue;
+      regs_.push_back({unicorn, value});
+    } else {
+      special_.emplace_back(unicorn, std::vector<std::uint8_t>(r.value, r.value + size));
+    }
+  }
+  for (int i = 0; i < 16; ++i) {
+    if (!ymm_dirty[i]) continue;
+    special_.emplace_back(static_cast<std::uint16_t>(kUnicornYmm0 + i),
+                          std::vector<std::uint8_t>(ymm_[i].begin(), ymm_[i].end()));
+  }
+}
+
+core::Status UsercornSink::OnStart(const StartInfo& start) {
+  Convert(start.registers, true);
+  std::vector<core::UsercornRegisterValue> regs;
+  for (const Reg& r : regs_) regs.push_back({r.unicorn, r.value});
+  std::vector<core::UsercornWriter::SpecialRegister> special;
+  for (const auto& [unicorn, data] : special_) special.emplace_back(unicorn, data);
+  std::vector<core::UsercornMapping> maps;
+  for (const Mapping& m : start.mappings) maps.push_back(ToUsercorn(m));
+  auto read = [&](const core::UsercornMapping& u, std::vector<std::uint8_t>* out) {
+    for (const Mapping& m : start.mappings) {
+      if (m.start == u.address) return start.contents(m, out);
+    }
+    return core::Status::Ok();
+  };
+  return writer_->Begin(0, regs, maps, read, start.pc, special);
+}
+
+void UsercornSink::OnInstruction(const InstructionRecord& insn) {
+  Convert(insn.registers, false);
+  std::vector<core::UsercornRegisterValue> regs;
+  for (const Reg& r : regs_) regs.push_back({r.unicorn, r.value});
+  std::vector<core::UsercornWriter::SpecialRegister> special;
+  for (const auto& [unicorn, data] : special_) special.emplace_back(unicorn, data);
+  core::UsercornInstruction u;
+  u.pc = insn.pc;
+  u.size = insn.size;
+  u.writes = insn.writes;
+  u.registers = regs;
+  u.special = special;
+  writer_->AppendInstruction(u);
+}
+
+void UsercornSink::OnSyscall(const SyscallRecord& s) {
+  // Op level rather than AppendSyscall(): MEM_PROT has no place in
+  // UsercornSyscall. OnInstruction() left a FRAME open.
+  Convert(s.registers, false);
+  writer_->BeginSyscall(s.number, s.result, std::span<const std::uint64_t>(s.args, 6));
+  for (const Mapping& m : s.unmapped) writer_->MemUnmap(m.start, m.size);
+  for (const Mapping& m : s.mapped) writer_->MemMap(ToUsercorn(m));
+  for (const Mapping& m : s.protected_) writer_->MemProt(m.start, m.size, Prot(m));
+  for (const core::MemoryAccess& w : s.writes) writer_->MemWrite(w.address, w.data);
+  for (const Reg& r : regs_) writer_->Reg(r.unicorn, r.value);
+  for (const auto& [unicorn, data] : special_) writer_->SpReg(unicorn, data);
+  writer_->EndSyscall();
+}
+
+void UsercornSink::OnResync(core::Address pc, std::span<const core::RegisterWrite> registers) {
+  Convert(registers, false);
+  std::vector<core::UsercornRegisterValue> regs;
+  for (const Reg& r : regs_) regs.push_back({r.unicorn, r.value});
+  core::UsercornInstruction u;
+  u.pc = pc;
+  u.registers = regs;
+  writer_->AppendJumpEvent(u);
+}
+
+core::Status UsercornSink::Finish(bool exited) {
+  if (finished_) return writer_->status();
+  finished_ = true;
+  if (exited) writer_->AppendExit();
+  return writer_->Finish();
+}
+
+}  // namespace backstep::record

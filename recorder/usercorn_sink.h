@@ -1,0 +1,61 @@
+// UsercornSink: a RecordingSink that writes a usercorn UCIR trace through
+// core's UsercornWriter (core/src/formats/usercorn/usercorn_writer.h).
+//
+// Registers go out by their Unicorn enum (usercorn_registers.h): values of
+// at most 8 bytes as REG, wider ones (xmm, x87 fpr) as SPREG. ymmNh, which
+// Unicorn has no enum for, goes out as SPREG of UC_X86_REG_YMMn (154 + n)
+// with the full 32 bytes (xmmN low, ymmNh high). Registers the reader's
+// table does not know are skipped by the reader, never misread.
+// Tracked registers (the GPRs) appear in the keyframe only when non-zero,
+// as usercorn's tracer does; the others whenever known.
+//
+// The mappings: MEM_MAP desc = the /proc/PID/maps name, file = the same
+// when it is a path (so the executable's path is the file of its mappings),
+// then the contents. The auxiliary vector needs no op of its own: the
+// keyframe's stack holds it above argv and envp (position 0 is the state
+// right after exec, rsp at argc), where the recorder checks it is.
+//
+// Thread-safety: one thread at a time.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+
+#include "backstep/core/expected.h"
+#include "recorder/recording_sink.h"
+
+namespace backstep::core {
+class UsercornWriter;
+}
+
+namespace backstep::record {
+
+class UsercornSink final : public RecordingSink {
+ public:
+  static core::Expected<std::unique_ptr<UsercornSink>> Create(const std::string& path);
+  ~UsercornSink() override;
+
+  core::Status OnStart(const StartInfo& start) override;
+  void OnInstruction(const InstructionRecord& insn) override;
+  void OnSyscall(const SyscallRecord& syscall) override;
+  void OnResync(core::Address pc, std::span<const core::RegisterWrite> registers) override;
+  core::Status Finish(bool exited) override;
+
+ private:
+  explicit UsercornSink(std::unique_ptr<core::UsercornWriter> writer);
+  // Splits registers into REG values and SPREG data (kept in special_data_).
+  void Convert(std::span<const core::RegisterWrite> registers, bool keyframe);
+
+  std::unique_ptr<core::UsercornWriter> writer_;
+  struct Reg {
+    std::uint16_t unicorn;
+    std::uint64_t value;
+  };
+  std::vector<Reg> regs_;
+  std::vector<std::pair<std::uint16_t, std::vector<std::uint8_t>>> special_;
+  std::array<std::array<std::uint8_t, 32>, 16> ymm_{};  // current xmmN | ymmNh
+  bool finished_ = false;
+};
+
+}  // namespace backstep::record
