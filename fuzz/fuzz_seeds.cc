@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "testing/reven_fixtures.h"
+#include "testing/tfile_fixtures.h"
 #include "testing/usercorn_fixtures.h"
 
 namespace {
@@ -128,6 +129,25 @@ bool SeedUsercorn(const fs::path& dir) {
                     t::GeneratedUsercornTrace(1, 200, SnappyChunkMode::kAuto, 512));
 }
 
+// tfile_fuzzer: small valid files from our writer (with and without tdesc,
+// every block kind), a hand-made one, and gdb's own samples when the shared
+// samples directory is there.
+bool SeedTfile(const fs::path& dir) {
+  namespace t = backstep::core::testing;
+  t::TfileBytes hand("R 10\ntsv 2:0:0:68697473\ntp T1:1000:E:0:0\n");
+  hand.Frame(1).R(16, 7).M(0x10, "ab").V(2, 5).S("s").End().Frame(1).End().EndMarker();
+  if (!WriteBytes(dir, "small.tf", t::SmallTfile()) ||
+      !WriteBytes(dir, "small_no_tdesc.tf", t::SmallTfile(false)) ||
+      !WriteBytes(dir, "hand.tf", hand.bytes())) {
+    return false;
+  }
+  for (const char* name : {"work_amd64.tf", "stepping_amd64.tf"}) {
+    const auto bytes = t::ReadFileBytes(t::SamplesDir() + "/gdb_tfile/" + name);
+    if (!bytes.empty() && !WriteBytes(dir, name, bytes)) return false;
+  }
+  return true;
+}
+
 struct Seeder {
   std::string_view fuzzer;
   bool (*write)(const fs::path& dir);
@@ -137,6 +157,7 @@ constexpr Seeder kSeeders[] = {
     {"gdbstub_session_fuzzer", SeedGdbstubSession},
     {"reven_fuzzer", SeedReven},
     {"usercorn_fuzzer", SeedUsercorn},
+    {"tfile_fuzzer", SeedTfile},
 };
 
 }  // namespace

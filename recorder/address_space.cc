@@ -66,6 +66,32 @@ void AddressSpace::Note(core::Address address, std::span<const std::uint8_t> dat
   }
 }
 
+void AddressSpace::Changed(core::Address address, std::span<const std::uint8_t> data,
+                           std::vector<Range>* changed) const {
+  for (std::size_t i = 0; i < data.size();) {
+    const core::Address a = address + i;
+    auto it = shadow_.upper_bound(a);
+    if (it == shadow_.begin() || a >= std::prev(it)->first + std::prev(it)->second.size()) {
+      ++i;  // not writable
+      continue;
+    }
+    --it;
+    const std::uint8_t* shadow = it->second.data() + (a - it->first);
+    const std::size_t n = std::min<std::uint64_t>(data.size() - i, it->first + it->second.size() - a);
+    for (std::size_t j = 0; j < n;) {
+      if (shadow[j] == data[i + j]) {
+        ++j;
+        continue;
+      }
+      std::size_t e = j;
+      while (e < n && shadow[e] != data[i + e]) ++e;
+      changed->push_back({a + j, e - j});
+      j = e;
+    }
+    i += n;
+  }
+}
+
 void AddressSpace::Diff(const Tracee& tracee, std::vector<Range>* ranges) {
   for (auto& [start, shadow] : shadow_) {
     scratch_.resize(shadow.size());

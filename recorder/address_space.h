@@ -42,6 +42,10 @@ class AddressSpace {
 
   // Records bytes the trace now says [address, +data) holds.
   void Note(core::Address address, std::span<const std::uint8_t> data);
+  // Appends to *changed the runs of [address, +data) that differ from the
+  // shadow (bytes outside writable mappings cannot have been written).
+  void Changed(core::Address address, std::span<const std::uint8_t> data,
+               std::vector<Range>* changed) const;
   // Appends to *ranges the writable bytes that differ from the shadow (and
   // updates the shadow). Cost: a read of all writable memory.
   void Diff(const Tracee& tracee, std::vector<Range>* ranges);

@@ -175,10 +175,13 @@ void InsnDecoder::DecodeInto(core::Address pc, std::span<const std::uint8_t> byt
     if (op.type == X86_OP_REG && IsVectorReg(op.reg)) d->fp = true;
     if (op.type != X86_OP_MEM) continue;
     if (d->string_write) continue;  // covered by the rdi rule
-    // capstone 4 leaves some access flags empty: those count as writes.
-    const bool read_only = op.access != 0 && (op.access & CS_AC_WRITE) == 0;
-    if ((read_only && !fixed_size) || in.id == X86_INS_LEA || in.id == X86_INS_NOP) continue;
+    if (in.id == X86_INS_LEA || in.id == X86_INS_NOP) continue;
     if (in.id >= X86_INS_PREFETCH && in.id <= X86_INS_PREFETCHW) continue;
+    // capstone 4's access flags: trusted for general-purpose instructions
+    // only (header comment); the rest are maybe-writes.
+    const bool write = (op.access & CS_AC_WRITE) != 0 || fixed_size != 0;
+    const bool read_only = op.access != 0 && !write;
+    if (read_only && !d->fp) continue;
     if (IsVectorReg(op.mem.index)) {
       d->unknown_writes = true;  // VSIB: a scatter
       continue;
@@ -190,6 +193,7 @@ void InsnDecoder::DecodeInto(core::Address pc, std::span<const std::uint8_t> byt
     m.disp = op.mem.disp;
     m.scale = static_cast<std::uint8_t>(op.mem.scale);
     m.size = fixed_size ? fixed_size : std::max<std::uint32_t>(op.size, 1);
+    m.maybe = !write;
     if (m.base == X86_REG_RIP) {
       m.base = 0;
       m.disp += static_cast<std::int64_t>(pc + in.size);
@@ -205,7 +209,7 @@ void InsnDecoder::Writes(const Decoded& d, const user_regs_struct& before,
   for (const Decoded::MemOperand& m : d.writes) {
     const std::uint64_t address = RegValue(regs, m.base) + RegValue(regs, m.index) * m.scale +
                                   static_cast<std::uint64_t>(m.disp) + RegValue(regs, m.segment);
-    out->push_back({address, m.size});
+    out->push_back({address, m.size, m.maybe});
   }
   if (d.stack_push && after.rsp < before.rsp) out->push_back({after.rsp, before.rsp - after.rsp});
   if (d.string_write && after.rdi != before.rdi) {

@@ -6,9 +6,11 @@
 // decoded form plus the registers before and after the step into byte
 // ranges, whose contents the recorder reads after the step:
 //
-//   * explicit memory operands with write access (capstone 4 leaves some
-//     access flags empty: those count as writes; a read is never missed,
-//     an extra range only costs a read);
+//   * explicit memory operands with write access; capstone 4's access flags
+//     are wrong for many SIMD stores (vmovdqu [rdi], ymm0 says "read"), so
+//     a memory operand of an FP/SIMD instruction, or one with no access
+//     flags, is a *maybe* write: the recorder keeps it only where memory
+//     differs from what the trace holds;
 //   * push/call/enter/pushf: [rsp after, rsp before);
 //   * stos/movs (rep or not, either direction): between rdi before and
 //     after, so any number of iterations per step is covered;
@@ -34,6 +36,7 @@ namespace backstep::record {
 struct Range {
   core::Address start = 0;
   std::uint64_t size = 0;
+  bool maybe = false;  // a possible write: record only the bytes that changed
 };
 
 struct Decoded {
@@ -53,6 +56,7 @@ struct Decoded {
     std::int64_t disp = 0;
     std::uint8_t scale = 1;
     std::uint32_t size = 0;
+    bool maybe = false;
   };
   std::vector<MemOperand> writes;  // explicit ones (+ implicit [rdi] of maskmov)
 };

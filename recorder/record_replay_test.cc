@@ -6,8 +6,10 @@
 // and xmm registers every 16, all writable memory every 20000 and before
 // exit. The stepper reproduces the recorder's documented normalisations
 // (rseq -> ENOSYS, TF/RF out of r11 after syscall and of pushf's stores) and
-// takes nondeterministic inputs from the trace (AT_RANDOM's bytes, rdtsc).
+// takes nondeterministic inputs from the trace (AT_RANDOM's bytes, rdtsc,
+// getrandom's bytes, process and thread ids).
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
@@ -80,6 +82,7 @@ class Live {
     if (pid_ == 0) {
       const int null = open("/dev/null", O_WRONLY);
       dup2(null, 1);
+      close(null);
       personality(ADDR_NO_RANDOMIZE);
       prctl(PR_SET_TSC, PR_TSC_SIGSEGV);
       ptrace(PTRACE_TRACEME, 0, nullptr, nullptr);
@@ -155,6 +158,18 @@ class Live {
     }
     EXPECT_EQ(WSTOPSIG(status), SIGTRAP);
     user_regs_struct after = Regs();
+    // Process and thread ids differ between runs: take the trace's.
+    if (syscall && (r.rax == 39 || r.rax == 110 || r.rax == 186 || r.rax == 218)) {
+      after.rax = replay.U64("rax");
+      ptrace(PTRACE_SETREGS, pid_, nullptr, &after);
+    }
+    // getrandom (malloc's tcache key): the trace's bytes.
+    if (syscall && r.rax == 318 && static_cast<std::int64_t>(after.rax) > 0) {
+      for (std::uint64_t i = 0; i < after.rax; ++i) {
+        const std::uint8_t b = static_cast<std::uint8_t>(replay.Byte(r.rdi + i));
+        Write(r.rdi + i, &b, 1);
+      }
+    }
     if (syscall && (after.r11 & 0x10100)) {
       after.r11 &= ~0x10100ull;
       ptrace(PTRACE_SETREGS, pid_, nullptr, &after);
@@ -241,6 +256,11 @@ void CompareMemory(const Live& live, const Replay& replay, std::uint64_t k) {
 class RecordReplay : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RecordReplay, TraceMatchesLiveProgram) {
+  // cpuid reports the CPU's APIC id: both runs must be on the same CPU.
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
   const std::string path = Program(GetParam());
   const std::string trace = ::testing::TempDir() + "/" + GetParam() + ".ucir";
   auto sink = UsercornSink::Create(trace);

@@ -6,6 +6,8 @@
 #include <x86intrin.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -74,11 +76,12 @@ class Session {
   user_regs_struct regs_{};  // before the next instruction
   std::vector<core::RegisterWrite> slots_, next_slots_, changes_;
   std::vector<std::uint8_t> xstate_;
-  std::vector<Range> ranges_;
+  std::vector<Range> ranges_, changed_;
   std::vector<std::uint8_t> data_;  // contents of writes_
   std::vector<std::pair<core::Address, std::size_t>> spans_;  // (address, size) into data_
   std::vector<core::MemoryAccess> writes_;
   int pending_signal_ = 0;
+  core::Address last_pc_ = 0;
 };
 
 core::Status Session::Start() {
@@ -189,8 +192,22 @@ void Session::Capture(std::span<const Range> ranges) {
     const std::size_t n = tracee_.ReadMemory(r.start, std::span(data_).subspan(at, r.size));
     data_.resize(at + n);
     if (n == 0) continue;
-    space_.Note(r.start, std::span(data_).subspan(at, n));
-    spans_.push_back({r.start, n});
+    if (!r.maybe) {
+      space_.Note(r.start, std::span(data_).subspan(at, n));
+      spans_.push_back({r.start, n});
+      continue;
+    }
+    // A maybe-write: keep only what differs from the trace's view.
+    changed_.clear();
+    space_.Changed(r.start, std::span(data_).subspan(at, n), &changed_);
+    std::vector<std::uint8_t> bytes(data_.begin() + at, data_.end());
+    data_.resize(at);
+    for (const Range& c : changed_) {
+      const std::size_t from = c.start - r.start;
+      data_.insert(data_.end(), bytes.begin() + from, bytes.begin() + from + c.size);
+      space_.Note(c.start, std::span(bytes).subspan(from, c.size));
+      spans_.push_back({c.start, c.size});
+    }
   }
 }
 
@@ -241,6 +258,7 @@ core::Status Session::OnStepped(core::Address pc, const Decoded& d) {
   }
   slots_.swap(next_slots_);
   regs_ = after;
+  last_pc_ = pc;
   ++result_.instructions;
   if (options_.check_interval && result_.instructions % options_.check_interval == 0) {
     if (core::Status s = Check(fetch_fp); !s.ok()) return s;
@@ -319,7 +337,15 @@ core::Status Session::SyscallEffects(const user_regs_struct& before, const user_
 core::Status Session::Check(bool fp_fetched) {
   std::vector<Range> missed;
   space_.Diff(tracee_, &missed);
-  for (const Range& r : missed) result_.missed_bytes += r.size;
+  for (const Range& r : missed) {
+    result_.missed_bytes += r.size;
+    if (getenv("BACKSTEP_RECORD_DEBUG")) {
+      std::fprintf(stderr, "record: missed write 0x%llx+%llu by instruction %llu or before (pc 0x%llx)\n",
+                   static_cast<unsigned long long>(r.start), static_cast<unsigned long long>(r.size),
+                   static_cast<unsigned long long>(result_.instructions),
+                   static_cast<unsigned long long>(last_pc_));
+    }
+  }
   Capture(missed);
   if (!fp_fetched) {
     if (core::Status s = tracee_.GetXState(&xstate_); !s.ok()) return s;
@@ -409,7 +435,10 @@ core::Status Session::EmulateSyscallFailure(core::Address pc, const Decoded& d,
 core::Expected<RecordResult> Record(const RecordOptions& options, RecordingSink& sink) {
   core::Expected<Tracee> tracee = Tracee::Spawn(options.spawn);
   if (!tracee.ok()) return tracee.status();
-  Session session(options, sink, std::move(*tracee));
+  RecordOptions tuned = options;
+  // NOTE: BACKSTEP_RECORD_CHECK=N checks every N instructions (debugging the decoder).
+  if (const char* check = getenv("BACKSTEP_RECORD_CHECK")) tuned.check_interval = std::stoull(check);
+  Session session(tuned, sink, std::move(*tracee));
   if (core::Status s = session.Start(); !s.ok()) return s;
   core::Status run = session.Run();
   const bool exited = session.result().end == RecordResult::End::kExited ||

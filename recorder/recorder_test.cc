@@ -102,7 +102,6 @@ TEST(Record, RefusesMissingAndNonX86Programs) {
     core::Status OnStart(const StartInfo&) override { return core::Status::Ok(); }
     void OnInstruction(const InstructionRecord&) override {}
     void OnSyscall(const SyscallRecord&) override {}
-    void OnResync(core::Address, std::span<const core::RegisterWrite>) override {}
     core::Status Finish(bool) override { return core::Status::Ok(); }
   } sink;
   RecordOptions options;
@@ -127,7 +126,6 @@ TEST(Record, MaxInstructionsStopsCleanly) {
     }
     void OnInstruction(const InstructionRecord&) override { ++instructions; }
     void OnSyscall(const SyscallRecord&) override {}
-    void OnResync(core::Address, std::span<const core::RegisterWrite>) override {}
     core::Status Finish(bool e) override {
       finished = true;
       exited = e;

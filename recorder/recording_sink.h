@@ -8,14 +8,12 @@
 //   OnStart  once, stopped before the first instruction after exec: the
 //            whole image (mappings, a reader for their contents), every
 //            register, the auxiliary vector and the executable's path.
-//   OnInstruction / OnSyscall / OnResync, in execution order:
+//   OnInstruction / OnSyscall, in execution order:
 //     - OnInstruction per retired instruction: the registers it changed
 //       (values after it; rip is implied by pc + size or the next pc) and
 //       the memory it wrote (contents after it);
 //     - OnSyscall right after the OnInstruction of a `syscall`: the
-//       kernel's side effects (mappings, memory, registers);
-//     - OnResync: state changed by no instruction (after a signal the
-//       recorder let through), applied before the instruction at `pc`.
+//       kernel's side effects (mappings, memory, registers).
 //   Finish   once (exit, Ctrl-C, --max-insns, error): completes the file.
 //
 // Spans passed to a sink are valid only during the call.
@@ -85,7 +83,6 @@ class RecordingSink {
   virtual core::Status OnStart(const StartInfo& start) = 0;
   virtual void OnInstruction(const InstructionRecord& insn) = 0;
   virtual void OnSyscall(const SyscallRecord& syscall) = 0;
-  virtual void OnResync(core::Address pc, std::span<const core::RegisterWrite> registers) = 0;
   // `exited`: the program ended (as opposed to being cut short).
   virtual core::Status Finish(bool exited) = 0;
 };

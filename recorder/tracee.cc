@@ -33,6 +33,10 @@ std::string Errno(int e) { return std::strerror(e); }
   if (o.stdin_fd >= 0) dup2(o.stdin_fd, 0);
   if (o.stdout_fd >= 0) dup2(o.stdout_fd, 1);
   if (o.stderr_fd >= 0) dup2(o.stderr_fd, 2);
+  // The program sees the recorder's fds 0-2 only, never the originals.
+  for (int fd : {o.stdin_fd, o.stdout_fd, o.stderr_fd}) {
+    if (fd > 2) close(fd);
+  }
   if (!o.keep_aslr) personality(ADDR_NO_RANDOMIZE);
   if (o.trap_rdtsc && prctl(PR_SET_TSC, PR_TSC_SIGSEGV) != 0) ChildFail(pipe_fd, 2);
   if (ptrace(PTRACE_TRACEME, 0, nullptr, nullptr) != 0) ChildFail(pipe_fd, 1);

@@ -137,16 +137,6 @@ void UsercornSink::OnSyscall(const SyscallRecord& s) {
   writer_->EndSyscall();
 }
 
-void UsercornSink::OnResync(core::Address pc, std::span<const core::RegisterWrite> registers) {
-  Convert(registers, false);
-  std::vector<core::UsercornRegisterValue> regs;
-  for (const Reg& r : regs_) regs.push_back({r.unicorn, r.value});
-  core::UsercornInstruction u;
-  u.pc = pc;
-  u.registers = regs;
-  writer_->AppendJumpEvent(u);
-}
-
 core::Status UsercornSink::Finish(bool exited) {
   if (finished_) return writer_->status();
   finished_ = true;

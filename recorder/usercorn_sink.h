@@ -39,7 +39,6 @@ class UsercornSink final : public RecordingSink {
   core::Status OnStart(const StartInfo& start) override;
   void OnInstruction(const InstructionRecord& insn) override;
   void OnSyscall(const SyscallRecord& syscall) override;
-  void OnResync(core::Address pc, std::span<const core::RegisterWrite> registers) override;
   core::Status Finish(bool exited) override;
 
  private:

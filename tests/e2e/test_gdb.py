@@ -3,6 +3,7 @@
 Run by ctest:  /usr/bin/python3 test_gdb.py --backstep BIN --make-example BIN
 """
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -26,64 +27,59 @@ class GdbTest(unittest.TestCase):
         cls.env = util.Env.from_argv()
         cls.trace = cls.env.trace()
 
+    @contextlib.contextmanager
     def gdb(self, commands):
+        """gdb's output; a failed assertion in the `with` body dumps the log."""
         with util.Server(self.env, self.trace) as server:
-            out = util.gdb(server, commands)
-            try:
-                util.expect(self, r"Remote debugging using", out)
-            except AssertionError:
-                server.dump()
-                raise
-            self.last_server = server
-            return out
+            yield util.gdb(server, commands)
 
     def test_connect_registers_memory(self):
-        out = self.gdb([RIP, "info registers rip", "x/8xb $rsp"])
-        self.assertEqual(util.values(r"RIP=(0x[0-9a-f]+)", out), [self.env.dump_rip(self.trace, 0)])
-        util.expect(self, r"^rip\s+0x[0-9a-f]+", out)
-        util.expect(self, r"^0x[0-9a-f]+:(\s+0x[0-9a-f]{2}){8}$", out)
+        with self.gdb([RIP, "info registers rip", "x/8xb $rsp"]) as out:
+            self.assertEqual(util.values(r"RIP=(0x[0-9a-f]+)", out), [self.env.dump_rip(self.trace, 0)])
+            util.expect(self, r"^rip\s+0x[0-9a-f]+", out)
+            util.expect(self, r"^0x[0-9a-f]+:(\s+0x[0-9a-f]{2}){8}$", out)
 
     def test_stepi_and_reverse_stepi(self):
-        out = self.gdb(["stepi", "stepi", "stepi", RIP, WHEN, "reverse-stepi", RIP, WHEN])
-        rips = util.values(r"RIP=(0x[0-9a-f]+)", out)
-        self.assertEqual(rips, [self.env.dump_rip(self.trace, 3), self.env.dump_rip(self.trace, 2)])
-        self.assertEqual(positions(out), [3, 2])
+        with self.gdb(["stepi", "stepi", "stepi", RIP, WHEN, "reverse-stepi", RIP, WHEN]) as out:
+            rips = util.values(r"RIP=(0x[0-9a-f]+)", out)
+            self.assertEqual(rips, [self.env.dump_rip(self.trace, 3), self.env.dump_rip(self.trace, 2)])
+            self.assertEqual(positions(out), [3, 2])
 
     def test_breakpoint_both_ways(self):
         far = self.trace.far_pc
-        out = self.gdb(["break *0x%x" % far, "continue", RIP, WHEN, "continue", WHEN,
-                        "reverse-continue", RIP, WHEN, "reverse-continue", WHEN])
-        util.expect(self, r"^Breakpoint 1, 0x0*%x in" % far, out, count=2)
-        self.assertEqual(util.values(r"RIP=(0x[0-9a-f]+)", out), [far, far])
-        events = self.trace.events
-        self.assertEqual(positions(out),
-                         [self.trace.far_pc_event, events, self.trace.far_pc_event, 0])
-        util.expect(self, NO_HISTORY, out, count=2)
+        with self.gdb(["break *0x%x" % far, "continue", RIP, WHEN, "continue", WHEN,
+                       "reverse-continue", RIP, WHEN, "reverse-continue", WHEN]) as out:
+            util.expect(self, r"^Breakpoint 1, 0x0*%x in" % far, out, count=2)
+            self.assertEqual(util.values(r"RIP=(0x[0-9a-f]+)", out), [far, far])
+            events = self.trace.events
+            self.assertEqual(positions(out),
+                             [self.trace.far_pc_event, events, self.trace.far_pc_event, 0])
+            util.expect(self, NO_HISTORY, out, count=2)
 
     def test_watchpoint_reverse_continue(self):
         t = self.trace
         watch = "watch *(char(*)[%d])0x%x" % (t.once_size, t.once_address)
-        out = self.gdb(["monitor goto end", "stepi", WHEN, watch, "reverse-continue", WHEN,
-                        "continue", WHEN])
-        util.expect(self, r"^Hardware watchpoint 2: ", out)
-        util.expect(self, r"^Old value = ", out, count=2)
-        util.expect(self, r"^New value = ", out, count=2)
-        # Backwards: stopped before the write; forwards: just after it.
-        self.assertEqual(positions(out), [t.events, t.once_event, t.once_event + 1])
+        with self.gdb(["monitor goto end", "stepi", WHEN, watch, "reverse-continue", WHEN,
+                       "continue", WHEN]) as out:
+            util.expect(self, r"^Hardware watchpoint \d+: ", out)
+            util.expect(self, r"^Old value = ", out, count=2)
+            util.expect(self, r"^New value = ", out, count=2)
+            # Backwards: stopped before the write; forwards: just after it.
+            self.assertEqual(positions(out), [t.events, t.once_event, t.once_event + 1])
 
     def test_history_ends(self):
-        out = self.gdb(["reverse-stepi", WHEN, "continue", WHEN, "stepi", WHEN])
-        util.expect(self, NO_HISTORY, out, count=3)
-        self.assertEqual(positions(out), [0, self.trace.events, self.trace.events])
+        with self.gdb(["reverse-stepi", WHEN, "continue", WHEN, "stepi", WHEN]) as out:
+            util.expect(self, NO_HISTORY, out, count=3)
+            self.assertEqual(positions(out), [0, self.trace.events, self.trace.events])
 
     def test_info_threads(self):
-        out = self.gdb(["info threads"])
-        util.expect(self, r"^\* 1\s+Thread 1\.1", out)
+        with self.gdb(["info threads"]) as out:
+            util.expect(self, r"^\* 1\s+Thread 1\.1", out)
 
     def test_monitor_commands(self):
         t = self.trace
         addr = "0x%x %d" % (t.once_address, t.once_size)
-        out = self.gdb([
+        with self.gdb([
             "monitor help", "monitor info", WHEN,
             "monitor goto 100", "stepi", WHEN,
             "monitor reverse-stepi", "stepi", WHEN,
@@ -92,15 +88,15 @@ class GdbTest(unittest.TestCase):
             "monitor next-write " + addr, "monitor goto end", "stepi",
             "monitor last-write " + addr, "monitor history " + addr + " --max 5",
             "monitor watch-filter all", "monitor watch-filter changes", "monitor frobnicate",
-        ])
-        for name in ["info", "when", "goto", "reverse-stepi", "direction", "last-write",
-                     "next-write", "history", "watch-filter"]:
-            util.expect(self, r"^  %s\b" % name, out)
-        util.expect(self, r"^events:\s+%d" % t.events, out)
-        self.assertEqual(positions(out), [0, 100, 99, 98, t.events // 2])
-        util.expect(self, r"^event %d \(thread \d+\) wrote" % t.once_event, out, count=3)
-        util.expect(self, r"^watch-filter: all", out)
-        util.expect(self, r"unknown monitor command 'frobnicate'|Protocol error", out)
+        ]) as out:
+            for name in ["info", "when", "goto", "reverse-stepi", "direction", "last-write",
+                         "next-write", "history", "watch-filter"]:
+                util.expect(self, r"^  %s\b" % name, out)
+            util.expect(self, r"^events:\s+%d" % t.events, out)
+            self.assertEqual(positions(out), [0, 100, 99, 98, t.events // 2])
+            util.expect(self, r"^event %d \(thread \d+\) wrote" % t.once_event, out, count=3)
+            util.expect(self, r"^watch-filter: all", out)
+            util.expect(self, r"unknown monitor command 'frobnicate'|Protocol error", out)
 
     def test_two_clients_at_once(self):
         with util.Server(self.env, self.trace) as server:
@@ -118,13 +114,13 @@ class GdbTest(unittest.TestCase):
 
     def test_tfind(self):
         t = self.trace
-        out = self.gdb(["tfind 3", RIP, "tfind pc 0x%x" % t.far_pc, RIP, "tfind none", RIP, WHEN])
-        util.expect(self, r"^Found trace frame 3, tracepoint 1", out)
-        util.expect(self, r"^Found trace frame %d, tracepoint 1" % t.far_pc_event, out)
-        self.assertEqual(util.values(r"RIP=(0x[0-9a-f]+)", out),
-                         [self.env.dump_rip(self.trace, 3), t.far_pc,
-                          self.env.dump_rip(self.trace, 0)])
-        self.assertEqual(positions(out), [0])
+        with self.gdb(["tfind 3", RIP, "tfind pc 0x%x" % t.far_pc, RIP, "tfind none", RIP, WHEN]) as out:
+            util.expect(self, r"^Found trace frame 3, tracepoint 1", out)
+            util.expect(self, r"^Found trace frame %d, tracepoint 1" % t.far_pc_event, out)
+            self.assertEqual(util.values(r"RIP=(0x[0-9a-f]+)", out),
+                             [self.env.dump_rip(self.trace, 3), t.far_pc,
+                              self.env.dump_rip(self.trace, 0)])
+            self.assertEqual(positions(out), [0])
 
     def test_stdio(self):
         connect = "target remote | %s serve --stdio %s" % (self.env.backstep, self.trace.path)

@@ -114,7 +114,8 @@ class Server:
                 if match:
                     self.host, self.port = match.group(1), int(match.group(2))
                     ready.set()
-        threading.Thread(target=pump, daemon=True).start()
+        self.pump = threading.Thread(target=pump, daemon=True)
+        self.pump.start()
         if not ready.wait(STEP_TIMEOUT):
             self.proc.kill()
             raise AssertionError("server did not start:\n" + "".join(self.stderr_lines))
@@ -128,6 +129,8 @@ class Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             code = "killed after SIGINT timed out"
+        self.pump.join(STEP_TIMEOUT)
+        self.proc.stderr.close()
         if exc_type is not None or code != 0:
             self.dump()
         if exc_type is None and code != 0:

@@ -60,7 +60,7 @@ class AccessListBuilder {
     std::vector<std::uint8_t> data;
     std::vector<BlockRecord> blocks;  // data_offset relative to `data`
     std::uint64_t last_event = 0;
-    std::uint64_t last_ref = 0;  // last referenced trace offset of the current block
+    std::uint64_t last_ref = 0;             // last referenced trace offset of the current block
     std::vector<SnapshotRecord> snapshots;  // data_offset relative to `snapshot_data`
     std::vector<std::uint8_t> snapshot_data;
     std::unique_ptr<PageState> state;  // hot pages only

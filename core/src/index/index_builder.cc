@@ -18,8 +18,8 @@ constexpr std::uint64_t kProgressEvery = 1 << 16;
 
 class IndexBuilder {
  public:
-  IndexBuilder(TraceReader& reader, const IndexIdentity& identity,
-               const IndexBuildOptions& options, IndexSink& sink)
+  IndexBuilder(TraceReader& reader, const IndexIdentity& identity, const IndexBuildOptions& options,
+               IndexSink& sink)
       : reader_(reader),
         identity_(identity),
         options_(options),
@@ -127,7 +127,8 @@ void IndexBuilder::WriteThreadRecord(ThreadState& t) {
     if (arch_.info(id).derived) continue;
     const bool k = t.regs.known(id);
     const auto now = t.regs.bytes(id);
-    if (k == t.recorded.known(id) && std::equal(now.begin(), now.end(), t.recorded.bytes(id).begin())) {
+    if (k == t.recorded.known(id) &&
+        std::equal(now.begin(), now.end(), t.recorded.bytes(id).begin())) {
       continue;
     }
     ids.push_back(id);
@@ -135,8 +136,8 @@ void IndexBuilder::WriteThreadRecord(ThreadState& t) {
     if (k) values.insert(values.end(), now.begin(), now.end());
   }
   const std::uint64_t offset = sink_.size();
-  sink_.WriteRecord(RegisterRecordHeader{kDeltaRecord, static_cast<std::uint32_t>(ids.size()),
-                                         t.record});
+  sink_.WriteRecord(
+      RegisterRecordHeader{kDeltaRecord, static_cast<std::uint32_t>(ids.size()), t.record});
   sink_.WriteRecords<std::uint16_t>(ids);
   sink_.Write(known);
   sink_.Write(values);
@@ -331,8 +332,8 @@ Status IndexBuilder::Run() {
     if ((n + 1) % kProgressEvery == 0) {
       BACKSTEP_RETURN_IF_ERROR(sink_.status());
       if (options_.progress && !options_.progress("indexing", n + 1, total)) {
-        return Status::Interrupted("indexing " + reader_.source().name() +
-                                   ": cancelled at event " + std::to_string(n + 1));
+        return Status::Interrupted("indexing " + reader_.source().name() + ": cancelled at event " +
+                                   std::to_string(n + 1));
       }
     }
   }

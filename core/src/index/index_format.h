@@ -48,7 +48,7 @@ struct IndexHeader {
   std::int64_t trace_mtime_ns;
   std::uint64_t trace_hash;  // first and last 64 KiB of the trace
   std::uint64_t keyframe_interval;
-  char format[32];  // registry name, zero-padded
+  char format[32];               // registry name, zero-padded
   std::uint64_t arch_signature;  // ArchSignature(): register layout of the records
   std::uint64_t reserved[3];
 };
@@ -126,7 +126,12 @@ struct RegisterClearRecord {
   std::uint64_t thread_index;
 };
 // The three access lists of a segment.
-enum AccessListKind : int { kWriteList = 0, kReadList = 1, kInferredList = 2, kAccessListCount = 3 };
+enum AccessListKind : int {
+  kWriteList = 0,
+  kReadList = 1,
+  kInferredList = 2,
+  kAccessListCount = 3
+};
 struct ListRecord {
   std::uint64_t pages_offset;  // page_count x PageRecord, sorted by page
   std::uint64_t page_count;
@@ -226,8 +231,7 @@ struct AccessEntry {
 // Decodes the entries of one block in order.
 class EntryDecoder {
  public:
-  EntryDecoder(const std::uint8_t* in, std::uint64_t first_event)
-      : in_(in), event_(first_event) {}
+  EntryDecoder(const std::uint8_t* in, std::uint64_t first_event) : in_(in), event_(first_event) {}
   AccessEntry Next() {
     AccessEntry e;
     e.event = event_ += GetVarint(in_);

@@ -124,7 +124,8 @@ Expected<OpenedIndex> OpenOrBuildIndex(TraceReader& reader,
     std::filesystem::create_directories(std::filesystem::path(cache).parent_path(), ec);
     file = AtomicFile::Create(cache);
     if (!file.ok()) {
-      return file.status().Annotate(trace_path + ": cannot write the index next to the trace "
+      return file.status().Annotate(trace_path +
+                                    ": cannot write the index next to the trace "
                                     "nor in the cache directory");
     }
   }

@@ -290,8 +290,8 @@ TEST(IndexSizeTest, ReportsSizePerEvent) {
   ASSERT_TRUE(trace.ok());
   const double trace_bytes = static_cast<double>(testing::SerializeFakeTrace(fake).size());
   const double index_bytes = static_cast<double>((*trace)->index_status().size_bytes);
-  std::printf("fake trace: %.0f bytes, index: %.0f bytes (%.1f%%, %.1f bytes/event)\n",
-              trace_bytes, index_bytes, 100 * index_bytes / trace_bytes, index_bytes / 20000);
+  std::printf("fake trace: %.0f bytes, index: %.0f bytes (%.1f%%, %.1f bytes/event)\n", trace_bytes,
+              index_bytes, 100 * index_bytes / trace_bytes, index_bytes / 20000);
   // NOTE: no size assertion: fake traces are much denser than real ones.
 }
 

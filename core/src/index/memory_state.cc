@@ -6,8 +6,7 @@
 namespace backstep::core {
 
 void ReadNativeMemory(const TraceIndex& index, const ImageReadFn& image, std::uint64_t p,
-                      Address address, std::span<std::uint8_t> out,
-                      std::span<std::uint8_t> known) {
+                      Address address, std::span<std::uint8_t> out, std::span<std::uint8_t> known) {
   std::fill(out.begin(), out.end(), 0);
   std::fill(known.begin(), known.end(), 0);
   const std::optional<std::uint64_t> clear = index.LastMemoryClearBefore(p);

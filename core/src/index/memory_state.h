@@ -32,7 +32,6 @@ using ImageReadFn =
 // Fills out/known for [address, address + out.size()) at position p.
 // REQUIRES: out.size() == known.size(), p <= index.event_count().
 void ReadNativeMemory(const TraceIndex& index, const ImageReadFn& image, std::uint64_t p,
-                      Address address, std::span<std::uint8_t> out,
-                      std::span<std::uint8_t> known);
+                      Address address, std::span<std::uint8_t> out, std::span<std::uint8_t> known);
 
 }  // namespace backstep::core

@@ -152,8 +152,9 @@ std::optional<std::size_t> TraceIndex::ThreadIndexOf(ThreadId tid) const {
 
 std::size_t TraceIndex::ThreadIndexAt(std::uint64_t event) const {
   assert(event < dir_.event_count && dir_.run_count > 0);
-  const std::uint64_t i = PartitionPoint(
-      dir_.run_count, [&](std::uint64_t r) { return Rec<RunRecord>(runs_, r).first_event <= event; });
+  const std::uint64_t i = PartitionPoint(dir_.run_count, [&](std::uint64_t r) {
+    return Rec<RunRecord>(runs_, r).first_event <= event;
+  });
   return Rec<RunRecord>(runs_, i - 1).thread_index;
 }
 
@@ -169,9 +170,8 @@ std::optional<std::uint64_t> TraceIndex::NextEventOfThread(std::size_t thread_in
       PartitionPoint(t.run_count, [&](std::uint64_t x) { return run_first(x) <= from; });
   if (j > 0) {
     const std::uint64_t run = LoadRecord<std::uint64_t>(list + 8 * (j - 1));
-    const std::uint64_t run_end = run + 1 < dir_.run_count
-                                      ? Rec<RunRecord>(runs_, run + 1).first_event
-                                      : dir_.event_count;
+    const std::uint64_t run_end =
+        run + 1 < dir_.run_count ? Rec<RunRecord>(runs_, run + 1).first_event : dir_.event_count;
     if (from < run_end) return from;
   }
   if (j < t.run_count) return run_first(j);

@@ -114,8 +114,8 @@ class TraceIndex {
                     std::uint64_t to, const std::function<bool(const AccessHit&)>& fn) const;
   // The entry of `event` in page `page` that is piece `piece_offset` of an
   // access (to reassemble accesses split at page boundaries).
-  std::optional<AccessHit> FindPiece(AccessListKind list, std::uint64_t page,
-                                     std::uint64_t event, std::uint64_t piece_offset) const;
+  std::optional<AccessHit> FindPiece(AccessListKind list, std::uint64_t page, std::uint64_t event,
+                                     std::uint64_t piece_offset) const;
   // Bytes [lo, hi) of one page written by events in [lower, p): sets
   // known[i] = 1 and values[i] for each byte with such a write (the last
   // one); leaves other bytes alone. Decodes at most snapshot_blocks blocks

@@ -98,8 +98,8 @@ Status ReplayCursor::ApplyNext() {
       if (arch.info(w.reg).derived) {
         save_whole();
       } else {
-        undo_.push_back({t, w.reg, file.known(w.reg),
-                         static_cast<std::uint32_t>(undo_bytes_.size())});
+        undo_.push_back(
+            {t, w.reg, file.known(w.reg), static_cast<std::uint32_t>(undo_bytes_.size())});
         auto old = file.bytes(w.reg);
         undo_bytes_.insert(undo_bytes_.end(), old.begin(), old.end());
       }
@@ -208,7 +208,8 @@ std::vector<ThreadId> ReplayCursor::threads() const {
 
 Expected<const RegisterFile*> ReplayCursor::Registers(ThreadId thread) const {
   const std::optional<std::size_t> i = index_.ThreadIndexOf(thread);
-  if (!i) return Status::NotFound("thread " + std::to_string(thread.value) + " is not in the trace");
+  if (!i)
+    return Status::NotFound("thread " + std::to_string(thread.value) + " is not in the trace");
   return &regs_[*i];
 }
 
@@ -230,10 +231,7 @@ Status ReplayCursor::ReadMemory(Address address, std::span<std::uint8_t> out,
   return Status();
 }
 
-Status ReplayCursor::ReadVirtual(Address address, std::span<std::uint8_t> out,
-                                 std::span<std::uint8_t> known) const {
-  std::fill(out.begin(), out.end(), 0);
-  std::fill(known.begin(), known.end(), 0);
+Expected<PagingRegisters> ReplayCursor::Paging() const {
   const std::optional<std::size_t> thread = index_.ThreadIndexOf(current_thread());
   if (!thread) return Status::Unsupported(trace_.path() + ": no thread to translate with");
   const PagingRegisters paging = PagingFromState(regs_[*thread], trace_.header());
@@ -241,12 +239,25 @@ Status ReplayCursor::ReadVirtual(Address address, std::span<std::uint8_t> out,
     return Status::Unsupported(trace_.path() + ": paging registers unknown at position " +
                                std::to_string(position_));
   }
-  const PhysicalReadFn read = [this](Address pa, std::span<std::uint8_t> bytes) {
+  return paging;
+}
+
+// Page-table reads at this position (entries are at most 8 bytes).
+PhysicalReadFn ReplayCursor::PhysicalReader() const {
+  return [this](Address pa, std::span<std::uint8_t> bytes) {
     std::uint8_t k[64];
     if (bytes.size() > sizeof(k)) return false;
     ReadNativeMemory(index_, image_, position_, pa, bytes, {k, bytes.size()});
     return std::all_of(k, k + bytes.size(), [](std::uint8_t b) { return b != 0; });
   };
+}
+
+Status ReplayCursor::ReadVirtual(Address address, std::span<std::uint8_t> out,
+                                 std::span<std::uint8_t> known) const {
+  std::fill(out.begin(), out.end(), 0);
+  std::fill(known.begin(), known.end(), 0);
+  BACKSTEP_ASSIGN_OR_RETURN(const PagingRegisters paging, Paging());
+  const PhysicalReadFn read = PhysicalReader();
   for (std::size_t done = 0; done < out.size();) {
     const Address va = address + done;
     Expected<Translation> t = TranslateX86(paging, va, read);
@@ -281,19 +292,8 @@ Expected<std::vector<NativeRange>> ReplayCursor::TranslateRange(Address address,
     add_pages(address, address, length);
     return out;
   }
-  const std::optional<std::size_t> thread = index_.ThreadIndexOf(current_thread());
-  if (!thread) return Status::Unsupported(trace_.path() + ": no thread to translate with");
-  const PagingRegisters paging = PagingFromState(regs_[*thread], trace_.header());
-  if (!paging.registers_known) {
-    return Status::Unsupported(trace_.path() + ": paging registers unknown at position " +
-                               std::to_string(position_));
-  }
-  const PhysicalReadFn read = [this](Address pa, std::span<std::uint8_t> bytes) {
-    std::uint8_t k[64];
-    if (bytes.size() > sizeof(k)) return false;
-    ReadNativeMemory(index_, image_, position_, pa, bytes, {k, bytes.size()});
-    return std::all_of(k, k + bytes.size(), [](std::uint8_t b) { return b != 0; });
-  };
+  BACKSTEP_ASSIGN_OR_RETURN(const PagingRegisters paging, Paging());
+  const PhysicalReadFn read = PhysicalReader();
   for (std::uint64_t done = 0; done < length;) {
     const Address va = address + done;
     const std::uint64_t n =

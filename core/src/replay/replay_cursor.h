@@ -26,6 +26,7 @@
 #include "backstep/core/trace.h"
 #include "index/memory_state.h"
 #include "index/trace_index.h"
+#include "paging/x86_paging.h"
 
 namespace backstep::core {
 
@@ -79,6 +80,8 @@ class ReplayCursor final : public Cursor {
   // Applies event position_ (decoding it unless cached) and journals it.
   Status ApplyNext();
   void UndoLast();
+  Expected<PagingRegisters> Paging() const;
+  PhysicalReadFn PhysicalReader() const;
   Status ReadVirtual(Address address, std::span<std::uint8_t> out,
                      std::span<std::uint8_t> known) const;
 

@@ -41,8 +41,8 @@ class CursorCrossCheck : public ::testing::TestWithParam<CrossCheckConfig> {
       EXPECT_TRUE(**regs == *oracle_->Registers(t)) << "thread " << t.value << " position " << p;
       const RegisterFile& want = *oracle_->Registers(t);
       const RegisterId pc = X86_64().pc();
-      EXPECT_EQ(cursor_->Pc(t), want.known(pc) ? std::optional<Address>(want.u64(pc))
-                                                : std::nullopt);
+      EXPECT_EQ(cursor_->Pc(t),
+                want.known(pc) ? std::optional<Address>(want.u64(pc)) : std::nullopt);
     }
   }
 
@@ -187,7 +187,8 @@ TEST(ReplayCursorTest, CursorsAreIndependentAcrossThreads) {
         std::uint8_t b[64], k[64];
         if (!(*cursor)->ReadMemory(0x10000, b, k).ok()) ++failures;
         for (int j = 0; j < 64; ++j) {
-          if (oracle.Byte(0x10000 + j) != (k[j] ? std::optional<std::uint8_t>(b[j]) : std::nullopt)) {
+          if (oracle.Byte(0x10000 + j) !=
+              (k[j] ? std::optional<std::uint8_t>(b[j]) : std::nullopt)) {
             ++failures;
           }
         }
@@ -196,6 +197,31 @@ TEST(ReplayCursorTest, CursorsAreIndependentAcrossThreads) {
   }
   for (auto& t : workers) t.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+}  // namespace
+}  // namespace backstep::core
+
+namespace backstep::core {
+namespace {
+
+TEST(ReplayCursorTest, EmptyTrace) {
+  testing::FakeTraceOptions o;
+  o.events = 0;
+  const FakeTrace fake = testing::GenerateFakeTrace(o);
+  auto trace = testing::OpenFakeInMemory(fake);
+  ASSERT_TRUE(trace.ok()) << trace.status().ToString();
+  EXPECT_EQ((*trace)->event_count(), 0u);
+  auto cursor = (*trace)->NewCursor();
+  ASSERT_TRUE(cursor.ok());
+  EXPECT_EQ((*cursor)->current_thread(), fake.initial_registers.front().first);
+  EXPECT_TRUE(**(*cursor)->Registers(fake.initial_registers.front().first) ==
+              fake.initial_registers.front().second);
+  EXPECT_TRUE((*cursor)->StepForward().IsOutOfRange());
+  EXPECT_TRUE((*cursor)->CurrentEvent().status().IsNotFound());
+  std::uint8_t v[8], k[8];
+  ASSERT_TRUE((*cursor)->ReadMemory(0x10000, v, k).ok());
+  EXPECT_EQ(k[0], 1);  // the image
 }
 
 }  // namespace

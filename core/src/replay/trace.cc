@@ -22,7 +22,9 @@ class TraceOpener {
     }
     // Building consumes a reader: give it a fresh one, keep reader_ intact.
     BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> scan, trace->make_reader_());
-    BACKSTEP_ASSIGN_OR_RETURN(OpenedIndex opened, OpenOrBuildIndex(*scan, trace->reader_->source().data(), path, options));
+    BACKSTEP_ASSIGN_OR_RETURN(
+        OpenedIndex opened,
+        OpenOrBuildIndex(*scan, trace->reader_->source().data(), path, options));
     trace->index_ = std::move(opened.index);
     trace->index_status_ = std::move(opened.status);
     return trace;
@@ -35,8 +37,7 @@ Expected<std::shared_ptr<Trace>> Trace::Open(const std::string& path, const Open
   return TraceOpener::Open(std::move(factory), path, options);
 }
 
-Expected<std::shared_ptr<Trace>> Trace::OpenWith(ReaderFactory make_reader,
-                                                 const std::string& path,
+Expected<std::shared_ptr<Trace>> Trace::OpenWith(ReaderFactory make_reader, const std::string& path,
                                                  const OpenOptions& options) {
   return TraceOpener::Open(std::move(make_reader), path, options);
 }

@@ -26,8 +26,9 @@ Expected<std::optional<Access>> Nearest(const Trace& trace, AccessListKind list,
   const NativeRange* best_range = nullptr;
   for (const NativeRange& r : ranges) {
     BACKSTEP_ASSIGN_OR_RETURN(std::optional<AccessHit> hit,
-                              forward ? trace.index().NextAccess(list, r.lo, r.hi, at.value, nullptr)
-                                      : trace.index().PrevAccess(list, r.lo, r.hi, at.value, nullptr));
+                              forward
+                                  ? trace.index().NextAccess(list, r.lo, r.hi, at.value, nullptr)
+                                  : trace.index().PrevAccess(list, r.lo, r.hi, at.value, nullptr));
     if (hit && (!best || (forward ? hit->entry.event < best->entry.event
                                   : hit->entry.event > best->entry.event))) {
       best = hit;
@@ -50,26 +51,24 @@ void Collect(const Trace& trace, AccessListKind list, const NativeRange& r, std:
 
 }  // namespace
 
-Expected<std::optional<Access>> LastWrite(const Trace& trace, Address address,
-                                          std::uint64_t length, Position before,
-                                          AddressKind kind) {
+Expected<std::optional<Access>> LastWrite(const Trace& trace, Address address, std::uint64_t length,
+                                          Position before, AddressKind kind) {
   return Nearest(trace, kWriteList, address, length, before, kind, false);
 }
 
-Expected<std::optional<Access>> NextWrite(const Trace& trace, Address address,
-                                          std::uint64_t length, Position from, AddressKind kind) {
+Expected<std::optional<Access>> NextWrite(const Trace& trace, Address address, std::uint64_t length,
+                                          Position from, AddressKind kind) {
   return Nearest(trace, kWriteList, address, length, from, kind, true);
 }
 
-Expected<std::optional<Access>> LastRead(const Trace& trace, Address address,
-                                         std::uint64_t length, Position before,
-                                         AddressKind kind) {
+Expected<std::optional<Access>> LastRead(const Trace& trace, Address address, std::uint64_t length,
+                                         Position before, AddressKind kind) {
   BACKSTEP_RETURN_IF_ERROR(CheckReads(trace));
   return Nearest(trace, kReadList, address, length, before, kind, false);
 }
 
-Expected<std::optional<Access>> NextRead(const Trace& trace, Address address,
-                                         std::uint64_t length, Position from, AddressKind kind) {
+Expected<std::optional<Access>> NextRead(const Trace& trace, Address address, std::uint64_t length,
+                                         Position from, AddressKind kind) {
   BACKSTEP_RETURN_IF_ERROR(CheckReads(trace));
   return Nearest(trace, kReadList, address, length, from, kind, true);
 }
@@ -87,7 +86,8 @@ Expected<std::vector<Access>> History(const Trace& trace, Address address, std::
     if (trace.index().records_reads()) Collect(trace, kReadList, r, from.value, end, max, all);
   }
   auto key = [](const Access& a) { return std::tuple(a.event, a.is_write, a.address, a.data); };
-  std::sort(all.begin(), all.end(), [&](const Access& a, const Access& b) { return key(a) < key(b); });
+  std::sort(all.begin(), all.end(),
+            [&](const Access& a, const Access& b) { return key(a) < key(b); });
   all.erase(std::unique(all.begin(), all.end(),
                         [&](const Access& a, const Access& b) { return key(a) == key(b); }),
             all.end());

@@ -30,9 +30,7 @@ class Search {
   Expected<StopEvent> Run(Direction direction);
 
  private:
-  bool Interrupted() {
-    return c_.interrupt && c_.interrupt->load(std::memory_order_relaxed);
-  }
+  bool Interrupted() { return c_.interrupt && c_.interrupt->load(std::memory_order_relaxed); }
   StopEvent Stop(StopEvent::Reason reason, std::uint64_t position) const {
     return StopEvent{reason, Position(position), ThreadAround(index_, position)};
   }
@@ -93,16 +91,16 @@ Expected<std::optional<std::uint64_t>> Search::PrevBreak(Address pc, std::uint64
 Expected<std::optional<Candidate>> Search::ListHit(const WatchRanges& w, AccessListKind list,
                                                    Direction direction, std::uint64_t limit) {
   const bool forward = direction == Direction::kForward;
-  const bool filter = list == kWriteList && w.watch->only_changes;
+  const bool filter =
+      list == kWriteList && w.watch->kind == WatchKind::kWrite && w.watch->only_changes;
   std::uint64_t bound = from_;  // forward: events >= bound; backward: events < bound
   for (std::uint64_t n = 1;; ++n) {
     std::optional<AccessHit> best;
     const NativeRange* best_range = nullptr;
     for (const NativeRange& r : w.ranges) {
-      BACKSTEP_ASSIGN_OR_RETURN(
-          std::optional<AccessHit> hit,
-          forward ? index_.NextAccess(list, r.lo, r.hi, bound, c_.interrupt)
-                  : index_.PrevAccess(list, r.lo, r.hi, bound, c_.interrupt));
+      BACKSTEP_ASSIGN_OR_RETURN(std::optional<AccessHit> hit,
+                                forward ? index_.NextAccess(list, r.lo, r.hi, bound, c_.interrupt)
+                                        : index_.PrevAccess(list, r.lo, r.hi, bound, c_.interrupt));
       if (hit && (!best || (forward ? hit->entry.event < best->entry.event
                                     : hit->entry.event > best->entry.event))) {
         best = hit;
@@ -123,7 +121,8 @@ Expected<std::optional<Candidate>> Search::ListHit(const WatchRanges& w, AccessL
       return std::optional<Candidate>(Candidate{position, stop});
     }
     bound = forward ? event + 1 : event;
-    if (n % kPollEvery == 0 && Interrupted()) return Status::Interrupted("search interrupted");
+    // Each rejected write cost two value queries: poll often.
+    if (n % 16 == 0 && Interrupted()) return Status::Interrupted("search interrupted");
   }
 }
 
@@ -156,7 +155,8 @@ Expected<StopEvent> Search::Run(Direction direction) {
   // Where the search may stop at the latest (forward) / earliest (backward).
   const std::uint64_t limit = forward ? std::min(c_.fence_high.value, n) : c_.fence_low.value;
   auto edge = [&]() {
-    if (forward) return Stop(limit == n ? StopEvent::Reason::kHistoryEnd : StopEvent::Reason::kFence, limit);
+    if (forward)
+      return Stop(limit == n ? StopEvent::Reason::kHistoryEnd : StopEvent::Reason::kFence, limit);
     return Stop(limit == 0 ? StopEvent::Reason::kHistoryBegin : StopEvent::Reason::kFence, limit);
   };
   if (forward ? from_ >= limit : from_ <= limit) {

@@ -26,7 +26,8 @@ Expected<std::vector<NativeRange>> NativeRanges(const Trace& trace, Address addr
     return ranges;
   }
   while (length > 0) {
-    const std::uint64_t n = std::min<std::uint64_t>(length, kPageSize - (address & (kPageSize - 1)));
+    const std::uint64_t n =
+        std::min<std::uint64_t>(length, kPageSize - (address & (kPageSize - 1)));
     out.push_back({address, address + n, address});
     address += n;
     length -= n;

@@ -2,11 +2,10 @@
 
 #include <gtest/gtest.h>
 
-#include "backstep/core/cursor.h"
-
 #include <random>
 #include <sstream>
 
+#include "backstep/core/cursor.h"
 #include "testing/cross_check.h"
 #include "testing/fake_trace.h"
 #include "testing/naive_search.h"
@@ -56,15 +55,14 @@ class SearchCrossCheck : public ::testing::TestWithParam<CrossCheckConfig> {
     auto regions = testing::FakeDataRegions(trace_.address_kind);
     if (trace_.address_kind == AddressKind::kPhysical && rng() % 3 == 0) {
       // Through the 4 KiB-mapped virtual pages.
-      regions = {{testing::kMappedVirtual,
-                  testing::kMappedVirtual + testing::kMappedPages * 4096}};
+      regions = {{testing::kMappedVirtual, testing::kMappedVirtual + testing::kMappedPages * 4096}};
     }
     const auto& [lo, hi] = regions[rng() % regions.size()];
     w.length = 1 + rng() % 12;
     w.address = rng() % 2 ? lo + rng() % 512 : lo + rng() % (hi - lo - w.length);
     const int kinds = trace_.records_reads ? 3 : 1;
     w.kind = static_cast<WatchKind>(rng() % kinds);
-    w.only_changes = w.kind == WatchKind::kWrite && rng() % 2;
+    w.only_changes = rng() % 2;  // only meaningful for kWrite
     return w;
   }
 
@@ -96,8 +94,8 @@ TEST_P(SearchCrossCheck, RunUntilMatchesNaiveSearch) {
     const StopEvent want = testing::NaiveRunUntil(*oracle_, from, d, c);
     auto got = RunUntil(*opened_, Position(from), d, c);
     ASSERT_TRUE(got.ok()) << got.status().ToString();
-    const std::string context = Describe(c, from, d) + "\n want " + Describe(want) + "\n got  " +
-                                Describe(*got);
+    const std::string context =
+        Describe(c, from, d) + "\n want " + Describe(want) + "\n got  " + Describe(*got);
     ASSERT_EQ(got->reason, want.reason) << context;
     ASSERT_EQ(got->position, want.position) << context;
     ASSERT_EQ(got->thread, want.thread) << context;
@@ -167,8 +165,8 @@ TEST_P(SearchCrossCheck, AccessQueriesMatchNaive) {
     // History over a random window, with a random cap.
     const std::uint64_t from = rng() % (n + 1), to = from + rng() % 400;
     const std::size_t max = rng() % 3 == 0 ? 3 : 1000;
-    auto want = testing::NaiveAccesses(*oracle_, a, a + length, from, to, true,
-                                       trace_.records_reads);
+    auto want =
+        testing::NaiveAccesses(*oracle_, a, a + length, from, to, true, trace_.records_reads);
     if (want.size() > max) want.resize(max);
     auto got = History(*opened_, a, length, Position(from), Position(to), max, native);
     ASSERT_TRUE(got.ok()) << got.status().ToString();
@@ -209,7 +207,8 @@ TEST_F(SearchTest, EndsAndErrors) {
   ASSERT_TRUE(begin.ok());
   EXPECT_EQ(begin->reason, StopEvent::Reason::kHistoryBegin);
   EXPECT_EQ(begin->position.value, 0u);
-  EXPECT_TRUE(RunUntil(*trace_, Position(n + 1), Direction::kForward, none).status().IsOutOfRange());
+  EXPECT_TRUE(
+      RunUntil(*trace_, Position(n + 1), Direction::kForward, none).status().IsOutOfRange());
   StopCondition reads;
   reads.watches.push_back(Watch{0x10000, 4, WatchKind::kRead, false});
   EXPECT_EQ(RunUntil(*trace_, Position(0), Direction::kForward, reads).status().code(),
@@ -228,6 +227,24 @@ TEST_F(SearchTest, BreakpointAtStartDoesNotFire) {
   ASSERT_TRUE(fwd.ok() && bwd.ok());
   EXPECT_GT(fwd->position.value, 100u);
   EXPECT_LT(bwd->position.value, 100u);
+}
+
+TEST(SearchEmptyTest, EmptyTraceEndsAtOnce) {
+  testing::FakeTraceOptions o;
+  o.events = 0;
+  auto trace = testing::OpenFakeInMemory(testing::GenerateFakeTrace(o));
+  ASSERT_TRUE(trace.ok());
+  StopCondition c;
+  c.breakpoints.push_back(0x401000);
+  c.watches.push_back(Watch{0x10000, 8, WatchKind::kWrite, true});
+  auto fwd = RunUntil(**trace, Position(0), Direction::kForward, c);
+  auto bwd = RunUntil(**trace, Position(0), Direction::kBackward, c);
+  ASSERT_TRUE(fwd.ok() && bwd.ok());
+  EXPECT_EQ(fwd->reason, StopEvent::Reason::kHistoryEnd);
+  EXPECT_EQ(bwd->reason, StopEvent::Reason::kHistoryBegin);
+  auto last = LastWrite(**trace, 0x10000, 8, Position(0));
+  ASSERT_TRUE(last.ok());
+  EXPECT_FALSE(last->has_value());
 }
 
 TEST_F(SearchTest, InterruptStopsWhereTheSearchWas) {

@@ -262,8 +262,10 @@ Expected<FakeTrace> CaptureTrace(TraceReader& reader) {
     f.flags = e.flags;
     f.description = std::string(e.description);
     f.registers = e.registers;
-    for (const MemoryAccess& w : e.writes) f.writes.push_back({w.address, {w.data.begin(), w.data.end()}});
-    for (const MemoryAccess& r : e.reads) f.reads.push_back({r.address, {r.data.begin(), r.data.end()}});
+    for (const MemoryAccess& w : e.writes)
+      f.writes.push_back({w.address, {w.data.begin(), w.data.end()}});
+    for (const MemoryAccess& r : e.reads)
+      f.reads.push_back({r.address, {r.data.begin(), r.data.end()}});
     t.events.push_back(std::move(f));
   }
   return t;
@@ -275,8 +277,7 @@ Expected<std::shared_ptr<Trace>> OpenFakeInMemory(const FakeTrace& trace,
   return Trace::OpenWith([source] { return OpenFakeTrace(source); }, "", options);
 }
 
-Expected<std::shared_ptr<Trace>> OpenFakeFile(const std::string& path,
-                                              const OpenOptions& options) {
+Expected<std::shared_ptr<Trace>> OpenFakeFile(const std::string& path, const OpenOptions& options) {
   BACKSTEP_ASSIGN_OR_RETURN(std::shared_ptr<const ByteSource> source, MapFile(path));
   return Trace::OpenWith([source] { return OpenFakeTrace(source); }, path, options);
 }

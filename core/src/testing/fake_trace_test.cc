@@ -110,12 +110,12 @@ TEST(TraceOracleTest, ValueInference) {
     e.flags = flags;
     t.events.push_back(std::move(e));
   };
-  event({}, {});                          // 0
-  event({}, {{0x100, {7}}});              // 1: reads 7
-  event({{0x100, {8}}}, {});              // 2: writes 8
-  event({}, {});                          // 3
-  event({}, {}, kEventClearsMemory);      // 4: clear
-  event({}, {{0x100, {8}}});              // 5: reads 8
+  event({}, {});                      // 0
+  event({}, {{0x100, {7}}});          // 1: reads 7
+  event({{0x100, {8}}}, {});          // 2: writes 8
+  event({}, {});                      // 3
+  event({}, {}, kEventClearsMemory);  // 4: clear
+  event({}, {{0x100, {8}}});          // 5: reads 8
   TraceOracle oracle(t);
   const std::optional<std::uint8_t> want[] = {7, 7, 7, 8, 8, 8, 8};
   for (std::uint64_t p = 0; p <= 6; ++p) {

@@ -4,7 +4,6 @@
 #include <set>
 #include <tuple>
 
-
 namespace backstep::core::testing {
 namespace {
 
@@ -36,8 +35,7 @@ bool Triggers(const TraceOracle& oracle, std::uint64_t event, const Watch& watch
 
 }  // namespace
 
-std::vector<Address> NativeBytes(const TraceOracle& oracle, Address address,
-                                 std::uint64_t length) {
+std::vector<Address> NativeBytes(const TraceOracle& oracle, Address address, std::uint64_t length) {
   std::vector<Address> out;
   for (Address a = address; a < address + length; ++a) {
     if (auto native = oracle.Translate(a)) out.push_back(*native);
@@ -120,7 +118,8 @@ std::vector<Access> NaiveAccesses(const TraceOracle& oracle, Address lo, Address
     if (writes) add(events[e].writes, true);
   }
   auto key = [](const Access& a) { return std::tuple(a.event, a.is_write, a.address, a.data); };
-  std::sort(out.begin(), out.end(), [&](const Access& a, const Access& b) { return key(a) < key(b); });
+  std::sort(out.begin(), out.end(),
+            [&](const Access& a, const Access& b) { return key(a) < key(b); });
   out.erase(std::unique(out.begin(), out.end(),
                         [&](const Access& a, const Access& b) { return key(a) == key(b); }),
             out.end());

@@ -29,7 +29,6 @@ std::vector<Access> NaiveAccesses(const TraceOracle& oracle, Address lo, Address
                                   std::uint64_t from, std::uint64_t to, bool writes, bool reads);
 
 // The native bytes of debugger range [address, address + length).
-std::vector<Address> NativeBytes(const TraceOracle& oracle, Address address,
-                                 std::uint64_t length);
+std::vector<Address> NativeBytes(const TraceOracle& oracle, Address address, std::uint64_t length);
 
 }  // namespace backstep::core::testing

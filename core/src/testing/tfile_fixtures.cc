@@ -75,7 +75,8 @@ TfileBytes& TfileBytes::S(std::string_view bytes) {
 
 TfileBytes& TfileBytes::End() {
   const std::uint64_t size = bytes_.size() - frame_at_ - 6;
-  for (int i = 0; i < 4; ++i) bytes_[frame_at_ + 2 + i] = static_cast<std::uint8_t>(size >> (8 * i));
+  for (int i = 0; i < 4; ++i)
+    bytes_[frame_at_ + 2 + i] = static_cast<std::uint8_t>(size >> (8 * i));
   return *this;
 }
 
@@ -125,7 +126,8 @@ std::vector<std::uint8_t> SmallTfile(bool tdesc) {
   regs.SetU64(id("fstat"), 5u << 11);  // TOP = 5
   regs.SetU64(id("ftag"), 0x3fff);
   for (int i = 0; i < 8; ++i) {
-    std::uint8_t value[10] = {static_cast<std::uint8_t>(0xf0 + i), 0, 0, 0, 0, 0, 0, 0x80, 0xff, 0x3f};
+    std::uint8_t value[10] = {
+        static_cast<std::uint8_t>(0xf0 + i), 0, 0, 0, 0, 0, 0, 0x80, 0xff, 0x3f};
     regs.Set(id("fpr" + std::to_string(i)), value);
   }
   regs.SetU64(id("fs_base"), 0x7ffff7d8a740);

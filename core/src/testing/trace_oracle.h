@@ -72,7 +72,7 @@ class TraceOracle {
   std::optional<std::uint8_t> ImageByte(Address address) const;
 
   std::unordered_map<Address, std::uint8_t> memory_;  // known bytes besides the image
-  bool cleared_ = false;  // a memory clear hides the image
+  bool cleared_ = false;                              // a memory clear hides the image
   TranslateFn translate_;
 };
 

@@ -63,8 +63,6 @@ core::Expected<RegisterValue> TraceTarget::ReadRegister(core::ThreadId thread, i
   if (file->Read(slot.reg, std::span<std::uint8_t>(value.bytes.data(), slot.size))) {
     value.known = slot.size == RegisterValue::kMaxSize ? ~std::uint64_t{0}
                                                        : (std::uint64_t{1} << slot.size) - 1;
-  } else {
-    std::fill_n(value.bytes.begin(), slot.size, 0);
   }
   return value;
 }
@@ -81,15 +79,26 @@ std::size_t TraceTarget::ReadMemory(core::Address addr, std::span<std::uint8_t> 
 
 // ---- Threads
 
+const std::vector<core::ThreadId>& TraceTarget::ThreadsHere() {
+  core::Cursor& cursor = view();
+  if (threads_cursor_ != &cursor || threads_position_ != cursor.position()) {
+    threads_ = cursor.threads();
+    std::sort(threads_.begin(), threads_.end());
+    threads_cursor_ = &cursor;
+    threads_position_ = cursor.position();
+  }
+  return threads_;
+}
+
 std::vector<ThreadInfo> TraceTarget::Threads() {
   std::vector<ThreadInfo> out;
-  for (core::ThreadId id : view().threads()) out.push_back(ThreadInfo{id, "", std::nullopt});
+  for (core::ThreadId id : ThreadsHere()) out.push_back(ThreadInfo{id, "", std::nullopt});
   return out;
 }
 
 bool TraceTarget::HasThread(core::ThreadId thread) {
-  std::vector<core::ThreadId> threads = view().threads();
-  return std::find(threads.begin(), threads.end(), thread) != threads.end();
+  const std::vector<core::ThreadId>& threads = ThreadsHere();  // sorted
+  return std::binary_search(threads.begin(), threads.end(), thread);
 }
 
 core::ThreadId TraceTarget::current_thread() {

@@ -120,6 +120,9 @@ class TraceTarget final : public Target,
 
   // The cursor reads answer from: the selected frame's, else the current one.
   core::Cursor& view() { return frame_cursor_active_ ? *frame_cursor_ : *cursor_; }
+  // view()'s threads, sorted; cached per cursor and position (HasThread runs
+  // for every register packet).
+  const std::vector<core::ThreadId>& ThreadsHere();
 
   // ---- trace_target_resume.cc
   core::Expected<StopReason> Move(core::Direction direction, ResumeKind kind,
@@ -175,6 +178,9 @@ class TraceTarget final : public Target,
   std::optional<int> pc_regnum_;
   std::vector<std::pair<std::string, std::string>> documents_;
   std::vector<std::uint8_t> known_;  // ReadMemory scratch
+  std::vector<core::ThreadId> threads_;
+  const core::Cursor* threads_cursor_ = nullptr;
+  core::Position threads_position_;
 
   std::set<core::Address> sw_breakpoints_, hw_breakpoints_;
   std::multiset<WatchRange> watchpoints_;

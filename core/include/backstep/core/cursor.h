@@ -56,8 +56,13 @@ class Cursor {
   // addresses of a physical trace are translated through the page walk at
   // this position. Sets known[i] to 1 for each known byte, 0 elsewhere (and
   // out[i] to 0). REQUIRES: out.size() == known.size(). Errors: translation
-  // impossible (not paged, 32-bit state) reported as Unsupported for the
-  // whole request; unmapped pages are unknown bytes, not errors.
+  // impossible (the paging registers of current_thread() are unknown) is
+  // Unsupported for the whole request, as is a kPhysical read of a virtual
+  // trace; unmapped pages are unknown bytes, not errors. Without paging
+  // (CR0.PG = 0) virtual = physical, as on the CPU; 32-bit and PAE paging are
+  // walked like 4- and 5-level (paging/x86_paging.h).
+  // Cost: index lookups per 4 KiB page (see core/doc/index-format.md), plus
+  // the page walk's reads for physical traces; no replay.
   virtual Status ReadMemory(Address address, std::span<std::uint8_t> out,
                             std::span<std::uint8_t> known,
                             AddressKind kind = AddressKind::kVirtual) const = 0;

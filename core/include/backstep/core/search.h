@@ -13,7 +13,12 @@
 //   start (kHistoryBegin).
 // pc(q) is the pc of the thread that executes event q (q < event_count).
 // A resume always moves at least one position, so a breakpoint at the
-// starting pc does not fire.
+// starting pc does not fire. A search that starts at (or beyond) the fence
+// or the end in its direction stops at once, where it is.
+// Costs: breakpoints are pc-index lookups (O(log n) each, plus skipping the
+// hits of other threads under a thread filter); watchpoints are access-list
+// lookups per page of the range, plus two memory-state queries per write
+// rejected by only_changes. `interrupt` is polled in every loop.
 //
 // Watch addresses are in the debugger's (virtual) address space; for
 // physical traces they are translated at the starting position.
@@ -98,20 +103,17 @@ struct Access {
 // is linear in what it returns.
 
 // Last write overlapping [address, address+length) by an event < before.
-Expected<std::optional<Access>> LastWrite(const Trace& trace, Address address,
-                                          std::uint64_t length, Position before,
+Expected<std::optional<Access>> LastWrite(const Trace& trace, Address address, std::uint64_t length,
+                                          Position before,
                                           AddressKind kind = AddressKind::kVirtual);
 // First write overlapping the range by an event >= from.
-Expected<std::optional<Access>> NextWrite(const Trace& trace, Address address,
-                                          std::uint64_t length, Position from,
-                                          AddressKind kind = AddressKind::kVirtual);
+Expected<std::optional<Access>> NextWrite(const Trace& trace, Address address, std::uint64_t length,
+                                          Position from, AddressKind kind = AddressKind::kVirtual);
 // Same for recorded reads (InvalidArgument if the trace records none).
-Expected<std::optional<Access>> LastRead(const Trace& trace, Address address,
-                                         std::uint64_t length, Position before,
-                                         AddressKind kind = AddressKind::kVirtual);
-Expected<std::optional<Access>> NextRead(const Trace& trace, Address address,
-                                         std::uint64_t length, Position from,
-                                         AddressKind kind = AddressKind::kVirtual);
+Expected<std::optional<Access>> LastRead(const Trace& trace, Address address, std::uint64_t length,
+                                         Position before, AddressKind kind = AddressKind::kVirtual);
+Expected<std::optional<Access>> NextRead(const Trace& trace, Address address, std::uint64_t length,
+                                         Position from, AddressKind kind = AddressKind::kVirtual);
 // Accesses (writes, and reads when recorded) overlapping the range by events
 // in [from, to), oldest first (within one event: reads, then writes, each by
 // address), at most `max` of them. Translated at `from`.

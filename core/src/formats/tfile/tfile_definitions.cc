@@ -13,9 +13,9 @@ using tfile_text::SplitFirst;
 
 // gdb's get_uploaded_tp: the entry for (number, address), created if new.
 TfileTracepoint& UploadedTracepoint(TfileDefinitions* defs, std::uint32_t number, Address addr) {
-  for (TfileTracepoint& tp : defs->tracepoints) {
-    if (tp.number == number && tp.address == addr) return tp;
-  }
+  auto [it, inserted] =
+      defs->tracepoint_index.try_emplace({number, addr}, defs->tracepoints.size());
+  if (!inserted) return defs->tracepoints[it->second];
   TfileTracepoint& tp = defs->tracepoints.emplace_back();
   tp.number = number;
   tp.address = addr;
@@ -96,9 +96,8 @@ void ParseTp(std::string_view body, TfileDefinitions* defs, std::string* warning
     *warning = "malformed tracepoint number or address";
     return;
   }
-  TfileTracepoint scratch;  // parsed first, so a malformed line changes nothing
   TfileTracepoint& tp = UploadedTracepoint(defs, static_cast<std::uint32_t>(*num_v), *addr_v);
-  scratch = tp;
+  TfileTracepoint scratch = tp;  // a copy: a malformed piece changes nothing
   bool ok = true;
   switch (piece) {
     case 'T':
@@ -162,8 +161,9 @@ std::string TfileDefinitions::TdescXml() const {
 
 std::vector<std::size_t> TfileDefinitions::FindTracepoints(std::uint32_t number) const {
   std::vector<std::size_t> out;
-  for (std::size_t i = 0; i < tracepoints.size(); ++i) {
-    if (tracepoints[i].number == number) out.push_back(i);
+  for (auto it = tracepoint_index.lower_bound({number, 0});
+       it != tracepoint_index.end() && it->first.first == number; ++it) {
+    out.push_back(it->second);
   }
   return out;
 }
@@ -175,12 +175,12 @@ Status ParseTfileDefinitionLine(std::string_view line, TfileDefinitions* defs,
   if (line.starts_with("R ")) {
     const auto size = ParseHexU64(line.substr(2));
     if (!size) {
-      return Status::Corruption("register block size '" +
-                                tfile_text::Printable(line.substr(2)) + "' is not hex");
+      return Status::Corruption("register block size '" + tfile_text::Printable(line.substr(2)) +
+                                "' is not hex");
     }
     if (*size == 0 || *size > kTfileMaxRegisterBlock) {
-      return Status::Corruption("register block size " + HexU64(*size) +
-                                " is out of range (1.." + HexU64(kTfileMaxRegisterBlock) + ")");
+      return Status::Corruption("register block size " + HexU64(*size) + " is out of range (1.." +
+                                HexU64(kTfileMaxRegisterBlock) + ")");
     }
     if (defs->register_block_size && *defs->register_block_size != *size) {
       warning = "register block size redefined from " + HexU64(*defs->register_block_size);
@@ -205,8 +205,8 @@ std::vector<std::string> FormatTfileTracepointLines(const TfileTracepoint& tp) {
   using tfile_text::Hex;
   const std::string id = Hex(tp.number) + ":" + Hex(tp.address) + ":";
   std::vector<std::string> lines;
-  std::string t = "tp T" + id + (tp.enabled ? "E" : "D") + ":" + Hex(tp.step_count) + ":" +
-                  Hex(tp.pass_count);
+  std::string t =
+      "tp T" + id + (tp.enabled ? "E" : "D") + ":" + Hex(tp.step_count) + ":" + Hex(tp.pass_count);
   if (tp.fast_size) t += ":F" + Hex(*tp.fast_size);
   if (tp.is_static) t += ":S";
   if (!tp.condition.empty()) t += ":X" + Hex(tp.condition.size() / 2) + "," + tp.condition;
@@ -220,7 +220,8 @@ std::vector<std::string> FormatTfileTracepointLines(const TfileTracepoint& tp) {
   if (!tp.at_string.empty()) source("at", tp.at_string);
   if (!tp.cond_string.empty()) source("cond", tp.cond_string);
   for (const std::string& c : tp.cmd_strings) source("cmd", c);
-  if (tp.hits) lines.push_back("tp V" + id + Hex(*tp.hits) + ":" + Hex(tp.traceframe_usage.value_or(0)));
+  if (tp.hits)
+    lines.push_back("tp V" + id + Hex(*tp.hits) + ":" + Hex(tp.traceframe_usage.value_or(0)));
   return lines;
 }
 

@@ -17,9 +17,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "backstep/core/status.h"
@@ -47,12 +49,12 @@ struct TfileTracepoint {
   std::optional<std::uint64_t> fast_size;  // ":F<len>": a fast tracepoint
   bool is_static = false;                  // ":S"
   std::string condition;                   // ":X<len>,<hex>": the bytecode, hex; "" none
-  std::vector<std::string> actions;        // `tp A` payloads, as written ("R0fff...", "M-1,404040,8")
-  std::vector<std::string> step_actions;   // `tp S` payloads
-  std::string at_string;                   // `tp Z ... at` (decoded): "work", "prog.c:9"
-  std::string cond_string;                 // `tp Z ... cond` (decoded)
-  std::vector<std::string> cmd_strings;    // `tp Z ... cmd` (decoded): "collect $regs", "end"
-  std::optional<std::uint64_t> hits;       // `tp V`
+  std::vector<std::string> actions;  // `tp A` payloads, as written ("R0fff...", "M-1,404040,8")
+  std::vector<std::string> step_actions;  // `tp S` payloads
+  std::string at_string;                  // `tp Z ... at` (decoded): "work", "prog.c:9"
+  std::string cond_string;                // `tp Z ... cond` (decoded)
+  std::vector<std::string> cmd_strings;   // `tp Z ... cmd` (decoded): "collect $regs", "end"
+  std::optional<std::uint64_t> hits;      // `tp V`
   std::optional<std::uint64_t> traceframe_usage;
   bool defined = false;  // a `tp T` line was seen (otherwise only pieces)
   bool operator==(const TfileTracepoint&) const = default;
@@ -63,7 +65,8 @@ struct TfileTracepoint {
 struct TfileStatus {
   std::string line;
   bool running = false;
-  std::string stop_reason;  // "tstop", "tnotrun", "tfull", "tdisconnected", "tpasscount", "terror", "tunknown"
+  std::string stop_reason;  // "tstop", "tnotrun", "tfull", "tdisconnected", "tpasscount", "terror",
+                            // "tunknown"
   std::string stop_notes;   // tstop's notes / terror's message (decoded)
   std::optional<std::uint64_t> stopping_tracepoint;
   std::optional<std::uint64_t> frames, created, free, size, circular, disconnected;
@@ -73,14 +76,18 @@ struct TfileStatus {
 
 struct TfileDefinitions {
   std::optional<std::uint64_t> register_block_size;  // `R` (hex in the file)
-  std::vector<std::string> tdesc_lines;               // joined with '\n' = the XML
+  std::vector<std::string> tdesc_lines;              // joined with '\n' = the XML
   std::optional<TfileStatus> status;
   std::vector<TfileTsv> tsvs;                // in file order
   std::vector<TfileTracepoint> tracepoints;  // in order of first appearance
-  std::vector<std::string> warnings;         // "line 7 at offset 0x1f: unknown definition 'foo' ignored"
+  // (number, address) -> index in `tracepoints`, kept by the parser (files
+  // written by an exporter hold up to 32767 tracepoints: no linear scans).
+  std::map<std::pair<std::uint32_t, Address>, std::size_t> tracepoint_index;
+  std::vector<std::string> warnings;  // "line 7 at offset 0x1f: unknown definition 'foo' ignored"
 
   std::string TdescXml() const;
-  // Index in `tracepoints` of the locations with target number `number`.
+  // Indexes in `tracepoints` of the locations with target number `number`,
+  // in address order. Cost: O(log n) plus one per location.
   std::vector<std::size_t> FindTracepoints(std::uint32_t number) const;
   // The number gdb shows for tracepoints[index] after `target tfile` in a
   // session with no other tracepoints: gdb creates them in reverse order of
@@ -114,7 +121,8 @@ std::string FormatTfileTsvLine(const TfileTsv& tsv);
 std::string DescribeTfileTracepoint(const TfileTracepoint& tp, int gdb_number);
 // "$hits initial 0" / "$trace_timestamp initial 0, builtin".
 std::string DescribeTfileTsv(const TfileTsv& tsv);
-// "not running, stopped by tstop, 15 frames (15 created), buffer 0x500000 bytes, 0x4f9c91 free, ..."
+// "not running, stopped by tstop, 15 frames (15 created), buffer 0x500000 bytes, 0x4f9c91 free,
+// ..."
 std::string DescribeTfileStatus(const TfileStatus& status);
 
 }  // namespace backstep::core

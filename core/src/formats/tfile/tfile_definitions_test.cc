@@ -92,9 +92,9 @@ TEST(TfileDefinitionsTest, TracepointPieces) {
 }
 
 TEST(TfileDefinitionsTest, MalformedLinesAreWarnings) {
-  auto defs = Parse({"tp T2:zz:E:0:0", "tp Q2:1:2", "tp T2:1:X:0:0", "tp Z2:1:at:0:2:4", "tp V2:1:5",
-                     "tsv 1:0", "tsv 2:0:0:6g", "status 0;tframes:zz;tstop", "what is this",
-                     "tp ", "R 10", "R 20"});
+  auto defs = Parse({"tp T2:zz:E:0:0", "tp Q2:1:2", "tp T2:1:X:0:0", "tp Z2:1:at:0:2:4",
+                     "tp V2:1:5", "tsv 1:0", "tsv 2:0:0:6g", "status 0;tframes:zz;tstop",
+                     "what is this", "tp ", "R 10", "R 20"});
   EXPECT_TRUE(defs.tracepoints.empty() || !defs.tracepoints.front().defined);
   EXPECT_TRUE(defs.tsvs.empty());
   EXPECT_EQ(defs.register_block_size, 0x20u);

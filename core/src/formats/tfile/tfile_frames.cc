@@ -43,8 +43,9 @@ Status DecodeTfileFrame(std::span<const std::uint8_t> file, const std::string& f
       case kTfileBlockRegisters: {
         auto block = r.Bytes(register_block_size);
         if (!r.ok()) {
-          return fail(at, 'R', "the register block (" + std::to_string(register_block_size) +
-                                   " bytes) runs past the frame's end");
+          return fail(at, 'R',
+                      "the register block (" + std::to_string(register_block_size) +
+                          " bytes) runs past the frame's end");
         }
         if (frame->register_blocks++ == 0) frame->registers = block;
         break;
@@ -55,13 +56,14 @@ Status DecodeTfileFrame(std::span<const std::uint8_t> file, const std::string& f
         if (!r.ok()) return fail(at, 'M', "the block header runs past the frame's end");
         auto bytes = r.Bytes(length);
         if (!r.ok()) {
-          return fail(at, 'M',
-                      "length " + HexU64(length) + " at " + HexU64(address) +
-                          " runs past the frame's end");
+          return fail(
+              at, 'M',
+              "length " + HexU64(length) + " at " + HexU64(address) + " runs past the frame's end");
         }
         if (length != 0 && address + (length - 1) < address) {
-          return fail(at, 'M', "length " + HexU64(length) + " at " + HexU64(address) +
-                                   " wraps around the address space");
+          return fail(at, 'M',
+                      "length " + HexU64(length) + " at " + HexU64(address) +
+                          " wraps around the address space");
         }
         frame->memory.push_back({address, bytes});
         break;
@@ -113,10 +115,10 @@ TfileScan ScanTfileFrames(std::span<const std::uint8_t> file, const std::string&
       break;
     }
     if (h.size > r.remaining()) {
-      scan.damage = Status::Corruption(
-          FrameWhere(file_name, number, offset) + "tracepoint " + std::to_string(h.tpnum) +
-          ", data size " + HexU64(h.size) + " runs past the end of the file (" +
-          HexU64(r.remaining()) + " bytes left)");
+      scan.damage = Status::Corruption(FrameWhere(file_name, number, offset) + "tracepoint " +
+                                       std::to_string(h.tpnum) + ", data size " + HexU64(h.size) +
+                                       " runs past the end of the file (" + HexU64(r.remaining()) +
+                                       " bytes left)");
       break;
     }
     Status s = DecodeTfileFrame(file, file_name, number, h, register_block_size, &scratch);

@@ -64,10 +64,10 @@ Status DecodeTfileFrame(std::span<const std::uint8_t> file, const std::string& f
                         std::uint64_t register_block_size, TfileFrame* frame);
 
 struct TfileScan {
-  std::vector<TfileFrameHeader> frames;  // the good frames, in order
-  std::uint64_t end_offset = 0;          // just after the last good frame
-  bool end_marker = false;               // stopped at tpnum 0
-  Status damage;                         // Corruption at frames.size(), or OK
+  std::vector<TfileFrameHeader> frames;      // the good frames, in order
+  std::uint64_t end_offset = 0;              // just after the last good frame
+  bool end_marker = false;                   // stopped at tpnum 0
+  Status damage;                             // Corruption at frames.size(), or OK
   std::vector<std::uint64_t> static_frames;  // frames with S blocks
 };
 

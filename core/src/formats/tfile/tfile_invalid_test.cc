@@ -48,7 +48,8 @@ std::vector<HeaderRow> HeaderRows() {
        "expected \"\\x7fTRACE0\\n\""},
       {"no 0x7f", File("R 10\n").replace(0, 1, "T"), StatusCode::kCorruption, "offset 0x0"},
       {"no R line", File("status 0;tnotrun:0\n"), StatusCode::kCorruption, "no `R` line"},
-      {"R 0", File("R 0\n"), StatusCode::kCorruption, "line 2 at offset 0x8: register block size 0x0"},
+      {"R 0", File("R 0\n"), StatusCode::kCorruption,
+       "line 2 at offset 0x8: register block size 0x0"},
       {"R not hex", File("R 2x\n"), StatusCode::kCorruption, "'2x' is not hex"},
       {"R empty", File("R \n"), StatusCode::kCorruption, "is not hex"},
       {"R decimal looks", File("R 970\n"), StatusCode::kOk, "register block: 0x970 (2416 bytes)"},
@@ -72,9 +73,8 @@ std::vector<HeaderRow> HeaderRows() {
        File("R 10\ntdesc <target><reg name=\"rip\" bitsize=\"64\"/><reg name=\"eflags\" "
             "bitsize=\"32\"/></target>\n"),
        StatusCode::kOk, "register layout: tdesc (no architecture): 2 registers, 12 bytes"},
-      {"tdesc reg without bitsize",
-       File("R 10\ntdesc <target><reg name=\"rip\"/></target>\n"), StatusCode::kOk,
-       "warning: tdesc ignored: register 'rip': bitsize missing or invalid"},
+      {"tdesc reg without bitsize", File("R 10\ntdesc <target><reg name=\"rip\"/></target>\n"),
+       StatusCode::kOk, "warning: tdesc ignored: register 'rip': bitsize missing or invalid"},
       {"tdesc unterminated", File("R 10\ntdesc <target><reg name=\"rip\"\n"), StatusCode::kOk,
        "tdesc ignored: unterminated markup"},
       {"tdesc duplicate regnum",
@@ -90,7 +90,8 @@ std::vector<HeaderRow> HeaderRows() {
        StatusCode::kOk, "register layout: tdesc i386:x86-64: 57 registers, 536 bytes"},
       {"tdesc unknown register",
        File("R 18\ntdesc <target><architecture>i386:x86-64</architecture><reg name=\"rip\" "
-            "bitsize=\"64\"/><reg name=\"ssp\" bitsize=\"64\"/><reg name=\"eflags\" bitsize=\"64\"/>\n"
+            "bitsize=\"64\"/><reg name=\"ssp\" bitsize=\"64\"/><reg name=\"eflags\" "
+            "bitsize=\"64\"/>\n"
             "tdesc </target>\n"),
        StatusCode::kOk, "unmapped registers: ssp (ignored)"},
       {"tdesc size mismatch",
@@ -150,15 +151,24 @@ TEST(TfileInvalidTest, Frames) {
          b.bytes()[at + 6 + 9] = 9;  // the length's low byte
        },
        "M block at offset @B: length 0x9 at 0x10 runs past the frame's end"},
-      {"M header cut", [](TfileBytes& b) { b.Frame(1).Raw(std::vector<std::uint8_t>{'M', 1}).End(); },
+      {"M header cut",
+       [](TfileBytes& b) {
+         b.Frame(1).Raw(std::vector<std::uint8_t>{'M', 1}).End();
+       },
        "M block at offset @B: the block header runs past"},
       {"M wraps", [](TfileBytes& b) { b.Frame(1).M(~Address{0} - 1, "abcd").End(); },
        "wraps around the address space"},
       {"R short", [](TfileBytes& b) { b.Frame(1).R(15, 0).End(); },
        "R block at offset @B: the register block (16 bytes) runs past the frame's end"},
-      {"V short", [](TfileBytes& b) { b.Frame(1).Raw(std::vector<std::uint8_t>{'V', 1, 2}).End(); },
+      {"V short",
+       [](TfileBytes& b) {
+         b.Frame(1).Raw(std::vector<std::uint8_t>{'V', 1, 2}).End();
+       },
        "V block at offset @B: the block (12 bytes) runs past"},
-      {"S short", [](TfileBytes& b) { b.Frame(1).Raw(std::vector<std::uint8_t>{'S', 9, 0, 1}).End(); },
+      {"S short",
+       [](TfileBytes& b) {
+         b.Frame(1).Raw(std::vector<std::uint8_t>{'S', 9, 0, 1}).End();
+       },
        "S block at offset @B: the block runs past"},
       {"size past EOF", [](TfileBytes& b) { b.Le(1, 2).Le(0x12345678, 4).Le(0, 8); },
        "tracepoint 1, data size 0x12345678 runs past the end of the file (0x8 bytes left)"},
@@ -196,8 +206,8 @@ TEST(TfileInvalidTest, Frames) {
     }
     ASSERT_FALSE(second.ok());
     EXPECT_EQ(second.status().code(), StatusCode::kCorruption);
-    EXPECT_TRUE(second.status().message().starts_with("frames.tf: frame 1 at offset " +
-                                                      HexU64(f1) + ": "))
+    EXPECT_TRUE(
+        second.status().message().starts_with("frames.tf: frame 1 at offset " + HexU64(f1) + ": "))
         << second.status().ToString();
     EXPECT_NE(second.status().message().find(needle), std::string::npos)
         << second.status().ToString();

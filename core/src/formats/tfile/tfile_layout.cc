@@ -39,7 +39,7 @@ constexpr std::uint32_t kCumulative[] = {
 
 std::string FeatureNames(std::uint32_t features) {
   static constexpr std::pair<std::uint32_t, std::string_view> kNames[] = {
-      {kFeatureCore, "core"}, {kFeatureSse, "sse"},       {kFeatureLinux, "linux"},
+      {kFeatureCore, "core"},         {kFeatureSse, "sse"}, {kFeatureLinux, "linux"},
       {kFeatureSegments, "segments"}, {kFeatureAvx, "avx"}, {kFeatureAvx512, "avx512"},
       {kFeaturePkeys, "pkeys"},
   };
@@ -71,8 +71,9 @@ Expected<TfileRegisterLayout> TfileRegisterLayout::FromTdesc(const Tdesc& tdesc,
   }
   std::vector<const TdescRegister*> sorted;
   for (const TdescRegister& r : tdesc.registers) sorted.push_back(&r);
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const TdescRegister* a, const TdescRegister* b) { return a->regnum < b->regnum; });
+  std::stable_sort(
+      sorted.begin(), sorted.end(),
+      [](const TdescRegister* a, const TdescRegister* b) { return a->regnum < b->regnum; });
   TfileRegisterLayout layout;
   layout.block_size_ = block_size;
   std::uint64_t offset = 0;
@@ -85,9 +86,9 @@ Expected<TfileRegisterLayout> TfileRegisterLayout::FromTdesc(const Tdesc& tdesc,
     offset += slot.size;
     layout.slots_.push_back(std::move(slot));
   }
-  layout.description_ = "tdesc " + (tdesc.architecture.empty() ? "(no architecture)" : tdesc.architecture) +
-                        ": " + std::to_string(sorted.size()) + " registers, " +
-                        std::to_string(offset) + " bytes";
+  layout.description_ =
+      "tdesc " + (tdesc.architecture.empty() ? "(no architecture)" : tdesc.architecture) + ": " +
+      std::to_string(sorted.size()) + " registers, " + std::to_string(offset) + " bytes";
   layout.Map();
   return layout;
 }
@@ -159,7 +160,8 @@ void TfileRegisterLayout::Map() {
   }
   if (!past_end.empty()) notes_.push_back("past the R size, unavailable: " + past_end);
   if (end < block_size_) {
-    notes_.push_back(std::to_string(block_size_ - end) + " bytes at the end of the R block ignored");
+    notes_.push_back(std::to_string(block_size_ - end) +
+                     " bytes at the end of the R block ignored");
   }
 }
 

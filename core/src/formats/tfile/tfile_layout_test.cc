@@ -47,7 +47,8 @@ TEST(TfileTdescTest, GdbSampleMatchesTheTable) {
 }
 
 TEST(TfileTdescTest, InlineDocumentParsesBack) {
-  for (std::uint32_t features : {kFeatureCore | kFeatureSse, kDefaultX86_64Features, kAllX86_64Features}) {
+  for (std::uint32_t features :
+       {kFeatureCore | kFeatureSse, kDefaultX86_64Features, kAllX86_64Features}) {
     const std::string xml = InlineTargetXml(X86_64(), features);
     EXPECT_EQ(xml.find("xi:include"), std::string::npos);
     std::size_t longest = 0, start = 0;
@@ -85,10 +86,11 @@ TEST(TfileTdescTest, ImplicitRegnumsAndOrder) {
 }
 
 TEST(TfileTdescTest, MalformedDocuments) {
-  for (const char* bad : {"<target><reg name=\"a\" bitsize=\"12\"/>", "<target><reg bitsize=\"8\"/>",
-                          "<target><reg name=\"a\" bitsize=\"8\" regnum=\"70000\"/>",
-                          "<target><reg name=a bitsize=\"8\"/>", "<target", "<>",
-                          "<target><reg name=\"a\" bitsize=\"99999999999\"/>"}) {
+  for (const char* bad :
+       {"<target><reg name=\"a\" bitsize=\"12\"/>", "<target><reg bitsize=\"8\"/>",
+        "<target><reg name=\"a\" bitsize=\"8\" regnum=\"70000\"/>",
+        "<target><reg name=a bitsize=\"8\"/>", "<target", "<>",
+        "<target><reg name=\"a\" bitsize=\"99999999999\"/>"}) {
     EXPECT_EQ(ParseTdesc(bad).status().code(), StatusCode::kCorruption) << bad;
   }
 }

@@ -56,10 +56,9 @@ Status TfileReader::ParseDefinitions() {
     const std::size_t nl = window.find('\n');
     if (nl == std::string_view::npos) {
       if (window.size() == kTfileMaxLineLength) {
-        return Status::Corruption(file + ": " + where() + ": definition line of " +
-                                  std::to_string(kTfileMaxLineLength) +
-                                  " or more characters (gdb's limit is " +
-                                  std::to_string(kTfileMaxLineLength - 1) + ")");
+        return Status::Corruption(
+            file + ": " + where() + ": definition line of " + std::to_string(kTfileMaxLineLength) +
+            " or more characters (gdb's limit is " + std::to_string(kTfileMaxLineLength - 1) + ")");
       }
       return Status::Corruption(file + ": " + where() +
                                 ": the file ends inside the definitions (no blank line before "
@@ -95,7 +94,8 @@ Status TfileReader::BuildLayout() {
     return Status::Ok();
   }
   auto layout = TfileRegisterLayout::FromTdesc(*tdesc, size);
-  if (!layout.ok()) return Status::Unsupported(source_->name() + ": tdesc: " + layout.status().message());
+  if (!layout.ok())
+    return Status::Unsupported(source_->name() + ": tdesc: " + layout.status().message());
   layout_ = std::move(*layout);
   return Status::Ok();
 }
@@ -129,10 +129,10 @@ void TfileReader::FillHeader(const TfileScan& scan) {
     for (std::size_t i = 0; i < scan.static_frames.size() && i < 20; ++i) {
       numbers.push_back(std::to_string(scan.static_frames[i]));
     }
-    p.emplace_back("static tracepoint data",
-                   "S blocks skipped in " + std::to_string(scan.static_frames.size()) +
-                       " frames: " + Join(numbers, ", ") +
-                       (scan.static_frames.size() > 20 ? ", ..." : ""));
+    p.emplace_back("static tracepoint data", "S blocks skipped in " +
+                                                 std::to_string(scan.static_frames.size()) +
+                                                 " frames: " + Join(numbers, ", ") +
+                                                 (scan.static_frames.size() > 20 ? ", ..." : ""));
   }
   for (const TfileTsv& tsv : defs_.tsvs) {
     p.emplace_back("tsv " + std::to_string(tsv.number), DescribeTfileTsv(tsv));
@@ -167,8 +167,9 @@ ReaderPosition TfileReader::Tell() const {
 }
 
 Status TfileReader::Seek(const ReaderPosition& pos) {
-  const bool valid = pos.aux < frames_.size() ? frames_[pos.aux].offset == pos.offset
-                                              : pos.aux == frames_.size() && pos.offset == end_offset_;
+  const bool valid = pos.aux < frames_.size()
+                         ? frames_[pos.aux].offset == pos.offset
+                         : pos.aux == frames_.size() && pos.offset == end_offset_;
   if (!valid) {
     return Status::InvalidArgument(source_->name() + ": cannot resume at offset " +
                                    HexU64(pos.offset) + ", frame " + std::to_string(pos.aux) +
@@ -197,8 +198,8 @@ Expected<bool> TfileReader::Next(Event* event) {
   description_ = "tracepoint " + std::to_string(frame_.header.tpnum);
   for (const TfileTsvValue& v : frame_.tsv_values) {
     const std::string name = TsvName(v.number);
-    description_ += ", " + (name.empty() ? "tsv " + std::to_string(v.number) : "$" + name) +
-                    " = " + std::to_string(v.value);
+    description_ += ", " + (name.empty() ? "tsv " + std::to_string(v.number) : "$" + name) + " = " +
+                    std::to_string(v.value);
   }
   event->description = description_;
   ++next_;
@@ -208,8 +209,12 @@ Expected<bool> TfileReader::Next(Event* event) {
 const TfileTracepoint* TfileReader::FrameTracepoint(std::uint64_t n) const {
   const int tpnum = frames_[n].tpnum;
   if (tpnum <= 0) return nullptr;
-  const auto found = defs_.FindTracepoints(static_cast<std::uint32_t>(tpnum));
-  return found.size() == 1 ? &defs_.tracepoints[found.front()] : nullptr;
+  const auto& index = defs_.tracepoint_index;
+  auto it = index.lower_bound({static_cast<std::uint32_t>(tpnum), 0});
+  if (it == index.end() || it->first.first != static_cast<std::uint32_t>(tpnum)) return nullptr;
+  const auto next = std::next(it);
+  if (next != index.end() && next->first.first == it->first.first) return nullptr;  // locations
+  return &defs_.tracepoints[it->second];
 }
 
 Expected<TfileFrame> TfileReader::ReadFrame(std::uint64_t n) const {

@@ -53,8 +53,9 @@ TEST(TfileRoundTripTest, SmallFile) {
     ASSERT_TRUE(reader);
     EXPECT_EQ(reader->header().declared_events, testing::kSmallTfileFrames);
     EXPECT_EQ(reader->layout().block_size(), 816u);
-    EXPECT_EQ(reader->layout().description().starts_with(tdesc ? "tdesc i386:x86-64: " : "no tdesc"),
-              true)
+    EXPECT_EQ(
+        reader->layout().description().starts_with(tdesc ? "tdesc i386:x86-64: " : "no tdesc"),
+        true)
         << reader->layout().description();
     EXPECT_NE(reader->definitions().status->notes.find("small"), std::string::npos);
     const std::vector<Frame> f = ReadAll(*reader);
@@ -72,7 +73,7 @@ TEST(TfileRoundTripTest, SmallFile) {
     }
     std::uint8_t st0[10];
     ASSERT_TRUE(f[0].regs.Read(Id("st0"), st0));
-    EXPECT_EQ(st0[0], 0xf5);  // ST(0) = R[TOP]
+    EXPECT_EQ(st0[0], 0xf5);                  // ST(0) = R[TOP]
     EXPECT_TRUE(f[0].regs.known(Id("rcx")));  // unknown when written: a known zero
     EXPECT_EQ(f[0].regs.u64(Id("rcx")), 0u);
     EXPECT_FALSE(f[0].regs.known(Id("zmm0h")));  // not in the layout
@@ -161,10 +162,12 @@ TEST(TfileRoundTripTest, Definitions) {
 // Every register of every layout, random values, with and without tdesc.
 TEST(TfileRoundTripTest, EveryLayout) {
   std::mt19937_64 rng(7);
-  const std::uint32_t sets[] = {
-      kFeatureCore | kFeatureSse, kFeatureCore | kFeatureSse | kFeatureLinux,
-      kFeatureCore | kFeatureSse | kFeatureLinux | kFeatureSegments, kDefaultX86_64Features,
-      kDefaultX86_64Features | kFeatureAvx512, kAllX86_64Features};
+  const std::uint32_t sets[] = {kFeatureCore | kFeatureSse,
+                                kFeatureCore | kFeatureSse | kFeatureLinux,
+                                kFeatureCore | kFeatureSse | kFeatureLinux | kFeatureSegments,
+                                kDefaultX86_64Features,
+                                kDefaultX86_64Features | kFeatureAvx512,
+                                kAllX86_64Features};
   for (std::uint32_t features : sets) {
     for (bool tdesc : {true, false}) {
       SCOPED_TRACE(std::to_string(features) + (tdesc ? " tdesc" : ""));

@@ -106,9 +106,9 @@ TEST_F(TfileSampleTest, WorkFramesAndTracepoints) {
   }
   const TfileTracepoint& t2 = r.tracepoints()[2];
   EXPECT_EQ(t2.at_string, "work");
-  EXPECT_EQ(t2.cmd_strings, (std::vector<std::string>{"collect $regs", "collect counter",
-                                                      "collect buf", "collect a, b",
-                                                      "collect *(char*)$rsp@64"}));
+  EXPECT_EQ(t2.cmd_strings,
+            (std::vector<std::string>{"collect $regs", "collect counter", "collect buf",
+                                      "collect a, b", "collect *(char*)$rsp@64"}));
   EXPECT_EQ(t2.actions.size(), 6u);
   EXPECT_EQ(t2.actions[1], "M-1,404040,8");
   EXPECT_EQ(r.tracepoints()[0].at_string, "prog.c:9");
@@ -119,8 +119,9 @@ TEST_F(TfileSampleTest, WorkFramesAndTracepoints) {
   EXPECT_TRUE(r.tsvs()[0].builtin);
   EXPECT_EQ(r.tsvs()[1].name, "hits");
   EXPECT_EQ(Property("tsv 2"), "$hits initial 0");
-  EXPECT_EQ(Property("tracepoint 2").rfind("0x401132 enabled, step 0, pass 0, hits 5, gdb number 1", 0),
-            0u)
+  EXPECT_EQ(
+      Property("tracepoint 2").rfind("0x401132 enabled, step 0, pass 0, hits 5, gdb number 1", 0),
+      0u)
       << Property("tracepoint 2");
   EXPECT_NE(Property("tracepoint 2").find("collects: collect $regs; collect counter"),
             std::string::npos);

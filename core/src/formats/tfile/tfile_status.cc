@@ -44,9 +44,9 @@ bool ParseItem(std::string_view key, std::string_view value, TfileStatus* s) {
     std::optional<std::uint64_t> TfileStatus::*field;
   };
   static constexpr Field kNumbers[] = {
-      {"tframes", &TfileStatus::frames},     {"tcreated", &TfileStatus::created},
-      {"tfree", &TfileStatus::free},         {"tsize", &TfileStatus::size},
-      {"circular", &TfileStatus::circular},  {"disconn", &TfileStatus::disconnected},
+      {"tframes", &TfileStatus::frames},       {"tcreated", &TfileStatus::created},
+      {"tfree", &TfileStatus::free},           {"tsize", &TfileStatus::size},
+      {"circular", &TfileStatus::circular},    {"disconn", &TfileStatus::disconnected},
       {"starttime", &TfileStatus::start_time}, {"stoptime", &TfileStatus::stop_time},
   };
   for (const Field& f : kNumbers) {
@@ -115,8 +115,8 @@ std::string DescribeTfileStatus(const TfileStatus& s) {
 }
 
 std::string DescribeTfileTsv(const TfileTsv& tsv) {
-  std::string out = "$" + tfile_text::Printable(tsv.name, 100) + " initial " +
-                    std::to_string(tsv.initial);
+  std::string out =
+      "$" + tfile_text::Printable(tsv.name, 100) + " initial " + std::to_string(tsv.initial);
   if (tsv.builtin) out += ", builtin";
   return out;
 }

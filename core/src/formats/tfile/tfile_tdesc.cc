@@ -183,8 +183,8 @@ std::string InlineTargetXml(const ArchDescription& arch, std::uint32_t features)
       out.append(line).append("\n");
       continue;
     }
-    const std::string_view href = line.substr(kInclude.size(), line.find('"', kInclude.size()) -
-                                                                   kInclude.size());
+    const std::string_view href =
+        line.substr(kInclude.size(), line.find('"', kInclude.size()) - kInclude.size());
     for (const auto& [annex, xml] : docs) {
       if (annex != href) continue;
       std::string_view body = xml;

@@ -6,9 +6,9 @@ Status TfileTraceWriter::Begin(const TraceHeader& header,
                                const std::vector<std::pair<ThreadId, RegisterFile>>& initial,
                                const InitialMemoryFn&) {
   if (header.arch != &X86_64()) {
-    return Status::Unsupported(path_ + ": tfile conversion supports x86-64 traces only (this one is " +
-                               std::string(header.arch ? header.arch->name() : "of no architecture") +
-                               ")");
+    return Status::Unsupported(
+        path_ + ": tfile conversion supports x86-64 traces only (this one is " +
+        std::string(header.arch ? header.arch->name() : "of no architecture") + ")");
   }
   TfileWriterOptions options;
   options.notes = "converted by backstep from a " + header.format + " trace";

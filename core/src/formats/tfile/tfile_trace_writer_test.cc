@@ -87,8 +87,8 @@ TEST(TfileTraceWriterTest, EventsBecomeFrames) {
   EXPECT_EQ(regs[0].u64(Id("rax")), 0x77u);
   EXPECT_TRUE(regs[0].known(Id("rbx")));  // unknown when written: zero
   EXPECT_FALSE(regs[0].known(Id("cr3")));
-  EXPECT_EQ(memory[0], (std::map<Address, std::uint8_t>{{0x9000, 1}, {0x9001, 2}, {0x9002, 2},
-                                                        {0x9003, 1}}));
+  EXPECT_EQ(memory[0],
+            (std::map<Address, std::uint8_t>{{0x9000, 1}, {0x9001, 2}, {0x9002, 2}, {0x9003, 1}}));
   EXPECT_EQ(regs[1].u64(Id("rip")), 0x2000u);
   EXPECT_TRUE(memory[1].empty());
   EXPECT_EQ(regs[2].u64(Id("rbx")), 5u);

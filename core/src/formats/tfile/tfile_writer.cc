@@ -88,8 +88,8 @@ Status TfileWriter::WriteDefinitions(const std::vector<TfileTsv>& tsvs,
   frames_at_ = size_ + head.size();
   created_at_ = frames_at_ + 8 + std::string_view(";tcreated:").size();
   tsize_at_ = created_at_ + 8 + std::string_view(";tfree:0;tsize:").size();
-  std::string status = head + "00000000;tcreated:00000000;tfree:0;tsize:0000000000000000" +
-                       ";circular:0;disconn:0";
+  std::string status =
+      head + "00000000;tcreated:00000000;tfree:0;tsize:0000000000000000" + ";circular:0;disconn:0";
   if (!options_.notes.empty()) status += ";notes:" + tfile_text::EncodeHexText(options_.notes);
   if (!options_.user.empty()) status += ";username:" + tfile_text::EncodeHexText(options_.user);
   WriteLine(status);

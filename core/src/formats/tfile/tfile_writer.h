@@ -65,7 +65,7 @@ class TfileWriter {
   // Frame protocol. REQUIRES: no frame open for BeginFrame, one open for the
   // others (asserted).
   void BeginFrame(int tpnum);
-  void AddRegisters(const RegisterFile& regs);  // an X86_64() file
+  void AddRegisters(const RegisterFile& regs);                // an X86_64() file
   void AddRawRegisters(std::span<const std::uint8_t> block);  // layout().block_size() bytes
   void AddMemory(Address address, std::span<const std::uint8_t> bytes);
   void AddTsvValue(std::int32_t number, std::int64_t value);
@@ -91,7 +91,7 @@ class TfileWriter {
   std::optional<AtomicFile> file_;
   std::vector<std::uint8_t>* memory_ = nullptr;
   std::size_t memory_base_ = 0;  // where this file starts in *memory_
-  std::string name_;  // for messages
+  std::string name_;             // for messages
   std::uint64_t size_ = 0;
   bool definitions_done_ = false;
   bool in_frame_ = false;

@@ -274,11 +274,15 @@ Status UsercornEventDecoder::Apply(const UcirOpFields& op, UsercornCursor& c, Wo
     }
     case kOpSpReg: {
       w.content = true;
-      const RegisterId id = arch_->Find(op.reg);
-      if (id != kNoRegister && arch_->arch().info(id).size != op.size) {
+      const RegisterId id = arch_->Find(op.reg), high = arch_->FindHigh(op.reg);  // YMMn
+      const std::size_t size = id == kNoRegister
+                                   ? 0
+                                   : arch_->arch().info(id).size +
+                                         (high == kNoRegister ? 0 : arch_->arch().info(high).size);
+      if (id != kNoRegister && size != op.size) {
         return Corrupt(at, "SPREG of " + std::string(arch_->arch().info(id).name) + " holds " +
                                std::to_string(op.size) + " bytes, the register has " +
-                               std::to_string(arch_->arch().info(id).size));
+                               std::to_string(size));
       }
       ApplyRegister(op.reg, std::span<const std::uint8_t>(arena_.data() + op.data, op.size), w);
       return Status::Ok();

@@ -243,6 +243,37 @@ TEST(UsercornReaderTest, TrimQuirkOfTheWriter) {
   }
 }
 
+TEST(UsercornReaderTest, YmmSpregFillsXmmAndItsHighHalf) {
+  std::uint8_t y0[32], y1[32];
+  for (int i = 0; i < 32; ++i) y0[i] = static_cast<std::uint8_t>(i), y1[i] = 0x80 | i;
+  Ops o;
+  o.w->BeginKeyframe(0);
+  o.w->SpReg(154, y0);    // UC_X86_REG_YMM0
+  o.w->Reg(249, 0x1f80);  // mxcsr
+  o.w->EndFrame();
+  o.w->BeginFrame(0);
+  o.w->Jmp(0x1000, 4);
+  o.w->SpReg(155, y1);
+  o.w->Step(4);
+  o.w->SpReg(155, std::span<const std::uint8_t>(y1, 16));  // YMM1 needs 32 bytes
+  o.w->Step(4);
+  o.w->EndFrame();
+  auto r = OpenBytes(o.Finish());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const RegisterFile& regs = (*r)->InitialRegisters()[0].second;
+  const ArchDescription& a = X86_64();
+  EXPECT_EQ(HexBytes(regs.bytes(*a.Find("xmm0"))), "000102030405060708090a0b0c0d0e0f");
+  EXPECT_EQ(HexBytes(regs.bytes(*a.Find("ymm0h"))), "101112131415161718191a1b1c1d1e1f");
+  EXPECT_EQ(regs.u64(*a.Find("mxcsr")), 0x1f80u);
+  const auto events = ReadAll(**r);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0],
+            "instruction t1 xmm1=808182838485868788898a8b8c8d8e8f "
+            "ymm1h=909192939495969798999a9b9c9d9e9f rip+=0x4");
+  EXPECT_NE(events[1].find("SPREG of xmm1 holds 16 bytes, the register has 32"), std::string::npos)
+      << events[1];
+}
+
 TEST(UsercornReaderTest, RegistryFindsAndOpensUsercorn) {
   const FormatInfo* f = FindFormat("usercorn");
   ASSERT_NE(f, nullptr);

@@ -26,7 +26,7 @@ Status UsercornWriter::Begin(std::uint64_t pid, std::span<const UsercornRegister
         return s;
       }
     }
-    data.resize(m.size);  // NOTE: a mapping is read whole; a 4 GiB one is an error below
+    if (data.size() > m.size) data.resize(m.size);
     WriteMapping(m, data);
   }
   EndFrame();

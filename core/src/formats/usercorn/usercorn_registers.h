@@ -13,7 +13,9 @@
 //             Its keyframe sends REG only for non-zero values, so at
 //             position 0 a tracked register is known, 0 unless set.
 //   optional  registers a trace may carry (eflags, selectors, fs/gs base,
-//             xmm0-15 through SPREG): unknown until a REG/SPREG sets them.
+//             x87 and mxcsr; xmm0-15, fpr0-7 and YMMn through SPREG):
+//             unknown until a REG/SPREG sets them. backstep record sends
+//             them; usercorn's tracer does not.
 // The PC's enum (x86_64: rip, 41) is not in the table: JMP and STEP drive
 // the pc, and a REG of it is ignored, as usercorn's replay ignores it.
 //

@@ -5,6 +5,12 @@
 #include "formats/usercorn/usercorn_events.h"
 
 namespace backstep::core {
+namespace {
+
+constexpr std::size_t kPieceSize = std::size_t{1} << 20;
+constexpr std::uint64_t kMaxRegionData = 0xffffffffu;
+
+}  // namespace
 
 Status UsercornTraceWriter::UseThread(ThreadId thread, const std::string& where) {
   if (thread.value == 0 || thread.value - 1 > kMaxPid) {
@@ -24,23 +30,34 @@ void UsercornTraceWriter::CollectRegisters(const std::vector<RegisterId>& touche
   values_.clear();
   special_bytes_.clear();
   special_.clear();
-  const ArchDescription& arch = arch_.arch();
-  for (RegisterId id : touched) {
-    const std::uint16_t unicorn = arch_.UnicornOf(id);
-    if (unicorn == kNoUnicornRegister || !regs_->known(id)) continue;  // not carried: dropped
-    if (arch.info(id).size <= 8) {
-      values_.push_back({unicorn, regs_->u64(id)});
-    } else {
-      auto bytes = regs_->bytes(id);
-      special_bytes_.emplace_back(bytes.begin(), bytes.end());
+  if (wide_of_high_.empty()) {  // ymmNh goes out as YMMn (xmmN + ymmNh)
+    wide_of_high_.assign(arch_.arch().register_count(), kNoUnicornRegister);
+    for (std::uint32_t e = 0; e < 0x10000; ++e) {
+      const RegisterId high = arch_.FindHigh(static_cast<std::uint16_t>(e));
+      if (high != kNoRegister) wide_of_high_[high] = static_cast<std::uint16_t>(e);
     }
   }
-  std::size_t i = 0;  // special_bytes_ is complete: its buffers no longer move
+  const ArchDescription& arch = arch_.arch();
+  std::vector<std::uint16_t> enums;  // of special_bytes_
   for (RegisterId id : touched) {
+    if (!regs_->known(id)) continue;
     const std::uint16_t unicorn = arch_.UnicornOf(id);
-    if (unicorn == kNoUnicornRegister || !regs_->known(id) || arch.info(id).size <= 8) continue;
-    special_.emplace_back(unicorn, special_bytes_[i++]);
+    const std::uint16_t wide = wide_of_high_[id];
+    if (unicorn != kNoUnicornRegister && arch.info(id).size <= 8) {
+      values_.push_back({unicorn, regs_->u64(id)});
+    } else if (unicorn != kNoUnicornRegister) {
+      auto bytes = regs_->bytes(id);
+      special_bytes_.emplace_back(bytes.begin(), bytes.end());
+      enums.push_back(unicorn);
+    } else if (wide != kNoUnicornRegister && regs_->known(arch_.Find(wide))) {
+      auto low = regs_->bytes(arch_.Find(wide));
+      auto high = regs_->bytes(id);
+      special_bytes_.emplace_back(low.begin(), low.end());
+      special_bytes_.back().insert(special_bytes_.back().end(), high.begin(), high.end());
+      enums.push_back(wide);
+    }  // else: not carried, dropped
   }
+  for (std::size_t i = 0; i < enums.size(); ++i) special_.emplace_back(enums[i], special_bytes_[i]);
 }
 
 Status UsercornTraceWriter::Begin(
@@ -69,7 +86,7 @@ Status UsercornTraceWriter::Begin(
   // Keyframe registers: tracked ones when non-zero, optional ones when known.
   std::vector<RegisterId> ids(arch_.tracked().begin(), arch_.tracked().end());
   for (RegisterId id = 0; id < arch_.arch().register_count(); ++id) {
-    if (arch_.UnicornOf(id) != kNoUnicornRegister && !arch_.IsTracked(id)) ids.push_back(id);
+    if (!arch_.IsTracked(id)) ids.push_back(id);  // the carried ones are kept
   }
   CollectRegisters(ids);
   std::erase_if(values_, [&](const UsercornRegisterValue& v) {
@@ -82,11 +99,21 @@ Status UsercornTraceWriter::Begin(
     m.size = r.size;
     m.desc = r.name;
   }
+  // Regions are read in pieces; *data ends with the last piece holding a
+  // non-zero byte. Regions past 4 GiB (a MEM_WRITE's limit) get no data.
+  std::vector<std::uint8_t> piece(kPieceSize), known(kPieceSize);
   auto read = [&](const UsercornMapping& m, std::vector<std::uint8_t>* data) {
-    data->assign(m.size, 0);
-    std::vector<std::uint8_t> known(m.size, 0);
-    if (initial_memory) initial_memory(m.address, *data, known);
-    for (std::size_t i = 0; i < data->size(); ++i) (*data)[i] &= known[i] ? 0xff : 0;
+    if (!initial_memory || m.size > kMaxRegionData) return Status::Ok();
+    for (std::uint64_t at = 0; at < m.size; at += kPieceSize) {
+      const std::size_t n =
+          static_cast<std::size_t>(std::min<std::uint64_t>(kPieceSize, m.size - at));
+      std::span<std::uint8_t> out(piece.data(), n), mask(known.data(), n);
+      initial_memory(m.address + at, out, mask);
+      for (std::size_t i = 0; i < n; ++i) out[i] &= mask[i] ? 0xff : 0;
+      if (std::all_of(out.begin(), out.end(), [](std::uint8_t b) { return b == 0; })) continue;
+      data->resize(static_cast<std::size_t>(at));
+      data->insert(data->end(), out.begin(), out.end());
+    }
     return Status::Ok();
   };
   BACKSTEP_ASSIGN_OR_RETURN(writer_, UsercornWriter::CreateFile(path_, options_));

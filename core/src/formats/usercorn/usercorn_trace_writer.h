@@ -7,17 +7,17 @@
 //     of one thread (ThreadId t becomes pid t - 1) only; anything else is
 //     Unsupported, like events that clear state.
 //   * Keyframe: REG for every tracked register (GPRs) that is non-zero,
-//     REG/SPREG for every optional one (eflags, selectors, fs/gs base,
-//     xmm0-15) that is known; MEM_MAP + MEM_WRITE per header region, with
+//     REG/SPREG for every optional one (eflags, selectors, fs/gs base, x87,
+//     mxcsr, xmm0-15; YMMn for ymmNh) that is known; MEM_MAP + MEM_WRITE per header region, with
 //     the initial image (unknown bytes written as 0, trailing and leading
 //     zeros trimmed and the data placed right, unless the trim quirk is
-//     asked for). A tracked register unknown at position 0 therefore reads
-//     back as 0.
+//     asked for; regions over 4 GiB are mapped without data). A tracked
+//     register unknown at position 0 therefore reads back as 0.
 //   * Instruction events: MEM_READ (address and size only), MEM_WRITE, REG
 //     or SPREG with the value after the event for each carried register it
 //     touches, STEP(rip delta when it is 1..15, else 0), then a JMP when
-//     rip does not end at pc + size. Registers usercorn cannot carry (x87,
-//     ymm/zmm halves, mask and system registers) are dropped.
+//     rip does not end at pc + size. Registers usercorn cannot carry
+//     (usercorn_registers.h has the table) are dropped.
 //   * Other events (syscall, marker, exception, ...): their effects then a
 //     JMP to rip, which the reader decodes as an event of its own (so
 //     positions are kept, kinds and descriptions are not). A marker "exit"
@@ -62,6 +62,7 @@ class UsercornTraceWriter final : public TraceWriter {
   std::uint64_t events_ = 0;
   std::vector<RegisterId> touched_;
   std::vector<UsercornRegisterValue> values_;
+  std::vector<std::uint16_t> wide_of_high_;  // RegisterId -> enum with it as `high`
   std::vector<std::vector<std::uint8_t>> special_bytes_;
   std::vector<UsercornWriter::SpecialRegister> special_;
 };

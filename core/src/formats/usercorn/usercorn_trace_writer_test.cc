@@ -44,9 +44,14 @@ Status Convert(TraceReader& in, const std::string& path) {
   return writer->Finish();
 }
 
-// Registers usercorn carries, and rip.
+// Registers usercorn carries (alone or as the high half of YMMn), and rip.
 bool Carried(RegisterId id) {
-  return id == X86_64().pc() || UsercornX86_64().UnicornOf(id) != kNoUnicornRegister;
+  const UsercornArch& u = UsercornX86_64();
+  if (id == X86_64().pc() || u.UnicornOf(id) != kNoUnicornRegister) return true;
+  for (std::uint16_t e = 154; e < 170; ++e) {
+    if (u.FindHigh(e) == id) return true;
+  }
+  return false;
 }
 
 void ExpectSameCarried(const RegisterFile& a, const RegisterFile& b, const std::string& where) {

@@ -128,13 +128,15 @@ class UsercornWriter {
   void Raw(std::span<const std::uint8_t> bytes);
 
   // --- recording ---
-  // Fills *data with a mapping's contents (mapping.size bytes).
+  // Fills *data (empty on entry) with a mapping's contents from its start.
+  // It may stop early: the bytes past data->size() are zero (so a huge
+  // reservation costs nothing).
   using MappingReader = std::function<Status(const UsercornMapping&, std::vector<std::uint8_t>*)>;
   using SpecialRegister = std::pair<std::uint16_t, std::span<const std::uint8_t>>;
   // The keyframe (REG per register, in order: pass the non-zero ones, as
   // the tracer does, plus the optional registers that are known; then SPREG
   // per special register), then, if `pc` is known, the first FRAME with
-  // JMP(pc). Each mapping is read whole, one at a time.
+  // JMP(pc). Mappings are read one at a time.
   Status Begin(std::uint64_t pid, std::span<const UsercornRegisterValue> registers,
                std::span<const UsercornMapping> mappings, const MappingReader& read_mapping,
                std::optional<Address> pc, std::span<const SpecialRegister> special = {});
