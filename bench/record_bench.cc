@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
     const std::string out = "/tmp/record_bench_" + std::to_string(getpid()) + ".ucir";
     auto sink = backstep::record::UsercornSink::Create(out);
     if (!sink.ok() || !Record(path, **sink, &file_insns, &file_secs)) return 1;
-    struct stat st{};
+    struct stat st {};
     stat(out.c_str(), &st);
     unlink(out.c_str());
     const double bare_rate = steps / bare_secs, file_rate = file_insns / file_secs;

@@ -19,7 +19,7 @@ std::string DefaultOutput(const std::string& program) {
 }
 
 std::uint64_t FileSize(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
 }
 
@@ -39,7 +39,8 @@ int RunRecord(Args& args) {
   if (std::optional<std::string> bad = args.UnknownOption()) {
     return Usage("record: unknown option '" + *bad + "'");
   }
-  if (!rest.empty()) return Usage("record: unexpected '" + rest[0] + "' (put the program after --)");
+  if (!rest.empty())
+    return Usage("record: unexpected '" + rest[0] + "' (put the program after --)");
   if (command.empty()) return Usage("record: no program (usage: record [-o FILE] -- PROG [ARGS])");
   record::RecordOptions options;
   options.spawn.argv = command;
@@ -78,10 +79,18 @@ int RunRecord(Args& args) {
   const std::uint64_t bytes = FileSize(path);
   const char* why = "";
   switch (r.end) {
-    case record::RecordResult::End::kExited: why = "program exited"; break;
-    case record::RecordResult::End::kKilled: why = "program killed by a signal"; break;
-    case record::RecordResult::End::kMaxInstructions: why = "--max-insns reached"; break;
-    case record::RecordResult::End::kInterrupted: why = "interrupted"; break;
+    case record::RecordResult::End::kExited:
+      why = "program exited";
+      break;
+    case record::RecordResult::End::kKilled:
+      why = "program killed by a signal";
+      break;
+    case record::RecordResult::End::kMaxInstructions:
+      why = "--max-insns reached";
+      break;
+    case record::RecordResult::End::kInterrupted:
+      why = "interrupted";
+      break;
   }
   std::printf("%s: %llu instructions, %llu syscalls (%s", path.c_str(),
               static_cast<unsigned long long>(r.instructions),

@@ -77,7 +77,8 @@ void AddressSpace::Changed(core::Address address, std::span<const std::uint8_t> 
     }
     --it;
     const std::uint8_t* shadow = it->second.data() + (a - it->first);
-    const std::size_t n = std::min<std::uint64_t>(data.size() - i, it->first + it->second.size() - a);
+    const std::size_t n =
+        std::min<std::uint64_t>(data.size() - i, it->first + it->second.size() - a);
     for (std::size_t j = 0; j < n;) {
       if (shadow[j] == data[i + j]) {
         ++j;
@@ -109,7 +110,9 @@ void AddressSpace::Diff(const Tracee& tracee, std::vector<Range>* ranges) {
         continue;
       }
       std::size_t j = i;
-      while (j < n && (shadow[j] != scratch_[j] || (j + 8 < n && std::memcmp(&shadow[j], &scratch_[j], 8) != 0))) ++j;
+      while (j < n && (shadow[j] != scratch_[j] ||
+                       (j + 8 < n && std::memcmp(&shadow[j], &scratch_[j], 8) != 0)))
+        ++j;
       ranges->push_back({start + i, j - i});
       std::memcpy(&shadow[i], &scratch_[i], j - i);
       i = j;

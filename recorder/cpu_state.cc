@@ -50,9 +50,9 @@ CpuLayout::CpuLayout() {
     ids_.push_back(*id);
     sizes_.push_back(arch.info(*id).size);
   };
-  for (const char* n : {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10",
-                        "r11", "r12", "r13", "r14", "r15", "eflags", "cs", "ss", "ds", "es", "fs",
-                        "gs", "fs_base", "gs_base"}) {
+  for (const char* n : {"rax", "rbx", "rcx", "rdx", "rsi", "rdi",     "rbp",    "rsp",    "r8",
+                        "r9",  "r10", "r11", "r12", "r13", "r14",     "r15",    "eflags", "cs",
+                        "ss",  "ds",  "es",  "fs",  "gs",  "fs_base", "gs_base"}) {
     add(n);
   }
   gpr_count_ = ids_.size();
@@ -69,14 +69,16 @@ CpuLayout::CpuLayout() {
 }
 
 void CpuLayout::CollectGprs(const user_regs_struct& r, std::span<core::RegisterWrite> out) const {
-  const std::uint64_t v[] = {r.rax, r.rbx, r.rcx, r.rdx, r.rsi, r.rdi, r.rbp, r.rsp, r.r8,
-                             r.r9,  r.r10, r.r11, r.r12, r.r13, r.r14, r.r15, r.eflags & ~kRf,
-                             r.cs,  r.ss,  r.ds,  r.es,  r.fs,  r.gs,  r.fs_base, r.gs_base};
+  const std::uint64_t v[] = {
+      r.rax, r.rbx, r.rcx, r.rdx, r.rsi, r.rdi,     r.rbp,    r.rsp,           r.r8,
+      r.r9,  r.r10, r.r11, r.r12, r.r13, r.r14,     r.r15,    r.eflags & ~kRf, r.cs,
+      r.ss,  r.ds,  r.es,  r.fs,  r.gs,  r.fs_base, r.gs_base};
   static_assert(sizeof v / sizeof v[0] == 25);
   for (std::size_t i = 0; i < gpr_count_; ++i) PutU64(out[i], ids_[i], v[i]);
 }
 
-void CpuLayout::CollectFp(std::span<const std::uint8_t> x, std::span<core::RegisterWrite> out) const {
+void CpuLayout::CollectFp(std::span<const std::uint8_t> x,
+                          std::span<core::RegisterWrite> out) const {
   if (x.size() < 512) return;
   std::size_t s = gpr_count_;
   std::uint16_t fcw, fsw;
@@ -105,8 +107,8 @@ void CpuLayout::CollectFp(std::span<const std::uint8_t> x, std::span<core::Regis
 }
 
 void DiffRegisters(const CpuLayout& layout, std::span<const core::RegisterWrite> before,
-                   std::span<const core::RegisterWrite> after, std::size_t first,
-                   std::size_t last, std::vector<core::RegisterWrite>* out) {
+                   std::span<const core::RegisterWrite> after, std::size_t first, std::size_t last,
+                   std::vector<core::RegisterWrite>* out) {
   for (std::size_t i = first; i < last; ++i) {
     if (std::memcmp(before[i].value, after[i].value, layout.size(i)) != 0) out->push_back(after[i]);
   }

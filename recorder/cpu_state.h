@@ -48,8 +48,8 @@ class CpuLayout {
 
 // Appends to *out the slots in [first, last) whose value differs.
 void DiffRegisters(const CpuLayout& layout, std::span<const core::RegisterWrite> before,
-                   std::span<const core::RegisterWrite> after, std::size_t first,
-                   std::size_t last, std::vector<core::RegisterWrite>* out);
+                   std::span<const core::RegisterWrite> after, std::size_t first, std::size_t last,
+                   std::vector<core::RegisterWrite>* out);
 
 // The full x87 tag word (2 bits per physical register) from FXSAVE's
 // abridged one, as FSAVE stores it. `st` holds ST(0..7), 16 bytes apart.

@@ -11,41 +11,76 @@ namespace {
 // Value of a capstone register in `r` (64-bit view for address arithmetic).
 std::uint64_t RegValue(const user_regs_struct& r, unsigned reg) {
   switch (reg) {
-    case X86_REG_RAX: return r.rax;
-    case X86_REG_RBX: return r.rbx;
-    case X86_REG_RCX: return r.rcx;
-    case X86_REG_RDX: return r.rdx;
-    case X86_REG_RSI: return r.rsi;
-    case X86_REG_RDI: return r.rdi;
-    case X86_REG_RBP: return r.rbp;
-    case X86_REG_RSP: return r.rsp;
-    case X86_REG_R8: return r.r8;
-    case X86_REG_R9: return r.r9;
-    case X86_REG_R10: return r.r10;
-    case X86_REG_R11: return r.r11;
-    case X86_REG_R12: return r.r12;
-    case X86_REG_R13: return r.r13;
-    case X86_REG_R14: return r.r14;
-    case X86_REG_R15: return r.r15;
-    case X86_REG_EAX: return r.rax & 0xffffffff;
-    case X86_REG_EBX: return r.rbx & 0xffffffff;
-    case X86_REG_ECX: return r.rcx & 0xffffffff;
-    case X86_REG_EDX: return r.rdx & 0xffffffff;
-    case X86_REG_ESI: return r.rsi & 0xffffffff;
-    case X86_REG_EDI: return r.rdi & 0xffffffff;
-    case X86_REG_EBP: return r.rbp & 0xffffffff;
-    case X86_REG_ESP: return r.rsp & 0xffffffff;
-    case X86_REG_R8D: return r.r8 & 0xffffffff;
-    case X86_REG_R9D: return r.r9 & 0xffffffff;
-    case X86_REG_R10D: return r.r10 & 0xffffffff;
-    case X86_REG_R11D: return r.r11 & 0xffffffff;
-    case X86_REG_R12D: return r.r12 & 0xffffffff;
-    case X86_REG_R13D: return r.r13 & 0xffffffff;
-    case X86_REG_R14D: return r.r14 & 0xffffffff;
-    case X86_REG_R15D: return r.r15 & 0xffffffff;
-    case X86_REG_FS: return r.fs_base;
-    case X86_REG_GS: return r.gs_base;
-    default: return 0;  // X86_REG_INVALID, cs/ds/es/ss (base 0 in 64-bit mode)
+    case X86_REG_RAX:
+      return r.rax;
+    case X86_REG_RBX:
+      return r.rbx;
+    case X86_REG_RCX:
+      return r.rcx;
+    case X86_REG_RDX:
+      return r.rdx;
+    case X86_REG_RSI:
+      return r.rsi;
+    case X86_REG_RDI:
+      return r.rdi;
+    case X86_REG_RBP:
+      return r.rbp;
+    case X86_REG_RSP:
+      return r.rsp;
+    case X86_REG_R8:
+      return r.r8;
+    case X86_REG_R9:
+      return r.r9;
+    case X86_REG_R10:
+      return r.r10;
+    case X86_REG_R11:
+      return r.r11;
+    case X86_REG_R12:
+      return r.r12;
+    case X86_REG_R13:
+      return r.r13;
+    case X86_REG_R14:
+      return r.r14;
+    case X86_REG_R15:
+      return r.r15;
+    case X86_REG_EAX:
+      return r.rax & 0xffffffff;
+    case X86_REG_EBX:
+      return r.rbx & 0xffffffff;
+    case X86_REG_ECX:
+      return r.rcx & 0xffffffff;
+    case X86_REG_EDX:
+      return r.rdx & 0xffffffff;
+    case X86_REG_ESI:
+      return r.rsi & 0xffffffff;
+    case X86_REG_EDI:
+      return r.rdi & 0xffffffff;
+    case X86_REG_EBP:
+      return r.rbp & 0xffffffff;
+    case X86_REG_ESP:
+      return r.rsp & 0xffffffff;
+    case X86_REG_R8D:
+      return r.r8 & 0xffffffff;
+    case X86_REG_R9D:
+      return r.r9 & 0xffffffff;
+    case X86_REG_R10D:
+      return r.r10 & 0xffffffff;
+    case X86_REG_R11D:
+      return r.r11 & 0xffffffff;
+    case X86_REG_R12D:
+      return r.r12 & 0xffffffff;
+    case X86_REG_R13D:
+      return r.r13 & 0xffffffff;
+    case X86_REG_R14D:
+      return r.r14 & 0xffffffff;
+    case X86_REG_R15D:
+      return r.r15 & 0xffffffff;
+    case X86_REG_FS:
+      return r.fs_base;
+    case X86_REG_GS:
+      return r.gs_base;
+    default:
+      return 0;  // X86_REG_INVALID, cs/ds/es/ss (base 0 in 64-bit mode)
   }
 }
 
@@ -57,12 +92,31 @@ bool IsVectorReg(unsigned reg) {
 
 bool IsFpGroup(unsigned g) {
   switch (g) {
-    case X86_GRP_3DNOW: case X86_GRP_AES: case X86_GRP_AVX: case X86_GRP_AVX2:
-    case X86_GRP_AVX512: case X86_GRP_F16C: case X86_GRP_FMA: case X86_GRP_FMA4:
-    case X86_GRP_MMX: case X86_GRP_SHA: case X86_GRP_SSE1: case X86_GRP_SSE2:
-    case X86_GRP_SSE3: case X86_GRP_SSE41: case X86_GRP_SSE42: case X86_GRP_SSE4A:
-    case X86_GRP_SSSE3: case X86_GRP_PCLMUL: case X86_GRP_XOP: case X86_GRP_FPU:
-    case X86_GRP_CDI: case X86_GRP_ERI: case X86_GRP_DQI: case X86_GRP_BWI: case X86_GRP_PFI:
+    case X86_GRP_3DNOW:
+    case X86_GRP_AES:
+    case X86_GRP_AVX:
+    case X86_GRP_AVX2:
+    case X86_GRP_AVX512:
+    case X86_GRP_F16C:
+    case X86_GRP_FMA:
+    case X86_GRP_FMA4:
+    case X86_GRP_MMX:
+    case X86_GRP_SHA:
+    case X86_GRP_SSE1:
+    case X86_GRP_SSE2:
+    case X86_GRP_SSE3:
+    case X86_GRP_SSE41:
+    case X86_GRP_SSE42:
+    case X86_GRP_SSE4A:
+    case X86_GRP_SSSE3:
+    case X86_GRP_PCLMUL:
+    case X86_GRP_XOP:
+    case X86_GRP_FPU:
+    case X86_GRP_CDI:
+    case X86_GRP_ERI:
+    case X86_GRP_DQI:
+    case X86_GRP_BWI:
+    case X86_GRP_PFI:
     case X86_GRP_VLX:
       return true;
     default:
@@ -88,6 +142,46 @@ bool FpByOpcode(std::span<const std::uint8_t> b) {
   const std::uint8_t o2 = b[i + 1];
   return (o2 >= 0x10 && o2 <= 0x17) || (o2 >= 0x28 && o2 <= 0x2f) || o2 == 0x38 || o2 == 0x3a ||
          (o2 >= 0x50 && o2 <= 0x7f) || o2 == 0xae || (o2 >= 0xc2 && o2 <= 0xc6) || o2 >= 0xd0;
+}
+
+// Instructions whose first operand, when in memory, is only read.
+bool ReadsOnlyFirstOperand(unsigned id) {
+  switch (id) {
+    case X86_INS_CMP:
+    case X86_INS_TEST:
+    case X86_INS_BT:
+    case X86_INS_PUSH:
+    case X86_INS_CALL:
+    case X86_INS_JMP:
+    case X86_INS_LJMP:
+    case X86_INS_LCALL:
+    case X86_INS_NOP:
+    case X86_INS_LEA:
+    case X86_INS_PREFETCH:
+    case X86_INS_PREFETCHNTA:
+    case X86_INS_PREFETCHT0:
+    case X86_INS_PREFETCHT1:
+    case X86_INS_PREFETCHT2:
+    case X86_INS_PREFETCHW:
+    case X86_INS_CLFLUSH:
+    case X86_INS_CLFLUSHOPT:
+    case X86_INS_FXRSTOR:
+    case X86_INS_FXRSTOR64:
+    case X86_INS_XRSTOR:
+    case X86_INS_XRSTOR64:
+    case X86_INS_XRSTORS:
+    case X86_INS_XRSTORS64:
+    case X86_INS_LDMXCSR:
+    case X86_INS_VLDMXCSR:
+    case X86_INS_FLDCW:
+    case X86_INS_FLDENV:
+    case X86_INS_FLD:
+    case X86_INS_FILD:
+    case X86_INS_FBLD:
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace
@@ -133,16 +227,35 @@ void InsnDecoder::DecodeInto(core::Address pc, std::span<const std::uint8_t> byt
   for (unsigned g = 0; g < in.detail->groups_count; ++g) d->fp |= IsFpGroup(in.detail->groups[g]);
   std::uint32_t fixed_size = 0;
   switch (in.id) {
-    case X86_INS_SYSCALL: d->syscall = true; break;
-    case X86_INS_PUSHF: case X86_INS_PUSHFQ: case X86_INS_PUSHFD:
+    case X86_INS_SYSCALL:
+      d->syscall = true;
+      break;
+    case X86_INS_PUSHF:
+    case X86_INS_PUSHFQ:
+    case X86_INS_PUSHFD:
       d->pushf = true;
       d->stack_push = true;
       break;
-    case X86_INS_PUSH: case X86_INS_CALL: case X86_INS_ENTER: d->stack_push = true; break;
-    case X86_INS_POP: d->pop = true; break;
-    case X86_INS_STOSB: case X86_INS_MOVSB: d->string_write = true; d->element = 1; break;
-    case X86_INS_STOSW: case X86_INS_MOVSW: d->string_write = true; d->element = 2; break;
-    case X86_INS_STOSD: case X86_INS_MOVSD:
+    case X86_INS_PUSH:
+    case X86_INS_CALL:
+    case X86_INS_ENTER:
+      d->stack_push = true;
+      break;
+    case X86_INS_POP:
+      d->pop = true;
+      break;
+    case X86_INS_STOSB:
+    case X86_INS_MOVSB:
+      d->string_write = true;
+      d->element = 1;
+      break;
+    case X86_INS_STOSW:
+    case X86_INS_MOVSW:
+      d->string_write = true;
+      d->element = 2;
+      break;
+    case X86_INS_STOSD:
+    case X86_INS_MOVSD:
       // MOVSD is also the SSE scalar move: only the operand-less form is a string op.
       if (x.op_count == 0 || (x.op_count == 2 && x.operands[0].type == X86_OP_MEM &&
                               x.operands[1].type == X86_OP_MEM)) {
@@ -150,38 +263,64 @@ void InsnDecoder::DecodeInto(core::Address pc, std::span<const std::uint8_t> byt
         d->element = 4;
       }
       break;
-    case X86_INS_STOSQ: case X86_INS_MOVSQ: d->string_write = true; d->element = 8; break;
-    case X86_INS_RDTSC: d->rdtsc = true; break;
-    case X86_INS_RDTSCP: d->rdtscp = true; break;
-    case X86_INS_INT3: case X86_INS_INT: case X86_INS_INT1: case X86_INS_INTO:
+    case X86_INS_STOSQ:
+    case X86_INS_MOVSQ:
+      d->string_write = true;
+      d->element = 8;
+      break;
+    case X86_INS_RDTSC:
+      d->rdtsc = true;
+      break;
+    case X86_INS_RDTSCP:
+      d->rdtscp = true;
+      break;
+    case X86_INS_INT3:
+    case X86_INS_INT:
+    case X86_INS_INT1:
+    case X86_INS_INTO:
       d->breakpoint = true;
       break;
-    case X86_INS_FXSAVE: case X86_INS_FXSAVE64: fixed_size = 512; break;
-    case X86_INS_XSAVE: case X86_INS_XSAVE64: case X86_INS_XSAVEC: case X86_INS_XSAVEC64:
-    case X86_INS_XSAVEOPT: case X86_INS_XSAVEOPT64: case X86_INS_XSAVES: case X86_INS_XSAVES64:
+    case X86_INS_FXSAVE:
+    case X86_INS_FXSAVE64:
+      fixed_size = 512;
+      break;
+    case X86_INS_XSAVE:
+    case X86_INS_XSAVE64:
+    case X86_INS_XSAVEC:
+    case X86_INS_XSAVEC64:
+    case X86_INS_XSAVEOPT:
+    case X86_INS_XSAVEOPT64:
+    case X86_INS_XSAVES:
+    case X86_INS_XSAVES64:
       fixed_size = xsave_size_;
       d->fp = true;
       break;
-    case X86_INS_FNSAVE: fixed_size = 108; break;
-    case X86_INS_FNSTENV: fixed_size = 28; break;
-    case X86_INS_MASKMOVDQU: case X86_INS_VMASKMOVDQU:
+    case X86_INS_FNSAVE:
+      fixed_size = 108;
+      break;
+    case X86_INS_FNSTENV:
+      fixed_size = 28;
+      break;
+    case X86_INS_MASKMOVDQU:
+    case X86_INS_VMASKMOVDQU:
       d->writes.push_back({X86_REG_RDI, 0, 0, 0, 1, 16});
       break;
-    case X86_INS_MASKMOVQ: d->writes.push_back({X86_REG_RDI, 0, 0, 0, 1, 8}); break;
-    default: break;
+    case X86_INS_MASKMOVQ:
+      d->writes.push_back({X86_REG_RDI, 0, 0, 0, 1, 8});
+      break;
+    default:
+      break;
   }
   for (unsigned i = 0; i < x.op_count; ++i) {
     const cs_x86_op& op = x.operands[i];
     if (op.type == X86_OP_REG && IsVectorReg(op.reg)) d->fp = true;
     if (op.type != X86_OP_MEM) continue;
     if (d->string_write) continue;  // covered by the rdi rule
-    if (in.id == X86_INS_LEA || in.id == X86_INS_NOP) continue;
-    if (in.id >= X86_INS_PREFETCH && in.id <= X86_INS_PREFETCHW) continue;
-    // capstone 4's access flags: trusted for general-purpose instructions
-    // only (header comment); the rest are maybe-writes.
+    // capstone 4's "write" is right when present, its "read only" often
+    // wrong (rol, cmpxchg, movnti, fstp, SIMD stores): a memory operand that
+    // can be a destination (the first, in Intel order) is a maybe-write.
     const bool write = (op.access & CS_AC_WRITE) != 0 || fixed_size != 0;
-    const bool read_only = op.access != 0 && !write;
-    if (read_only && !d->fp) continue;
+    if (!write && (i != 0 || ReadsOnlyFirstOperand(in.id))) continue;
     if (IsVectorReg(op.mem.index)) {
       d->unknown_writes = true;  // VSIB: a scatter
       continue;

@@ -7,10 +7,12 @@
 // ranges, whose contents the recorder reads after the step:
 //
 //   * explicit memory operands with write access; capstone 4's access flags
-//     are wrong for many SIMD stores (vmovdqu [rdi], ymm0 says "read"), so
-//     a memory operand of an FP/SIMD instruction, or one with no access
-//     flags, is a *maybe* write: the recorder keeps it only where memory
-//     differs from what the trace holds;
+//     miss many writes (rol, cmpxchg, cmpxchg16b, movnti, fstp, stmxcsr,
+//     vmovdqu [rdi], ymm0 all say "read"), so any other memory operand that
+//     can be a destination (the first in Intel order, outside a short list
+//     of instructions that only read it: cmp, test, push, jmp, fld, ...) is
+//     a *maybe* write: the recorder keeps the bytes that differ from what
+//     the trace holds (a write of an unchanged value is then not recorded);
 //   * push/call/enter/pushf: [rsp after, rsp before);
 //   * stos/movs (rep or not, either direction): between rdi before and
 //     after, so any number of iterations per step is covered;
@@ -44,7 +46,7 @@ struct Decoded {
   bool fp = false;        // touches x87/MMX/SSE/AVX state: fetch xstate after it
   bool syscall = false;
   bool pushf = false;
-  bool stack_push = false;  // push/call/enter/pushf
+  bool stack_push = false;    // push/call/enter/pushf
   bool string_write = false;  // stos/movs: writes between rdi before and after
   bool pop = false;           // memory operands use rsp after the pop
   bool rdtsc = false, rdtscp = false;

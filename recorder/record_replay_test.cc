@@ -9,6 +9,7 @@
 // takes nondeterministic inputs from the trace (AT_RANDOM's bytes, rdtsc,
 // getrandom's bytes, process and thread ids).
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
@@ -23,8 +24,6 @@
 #include <map>
 #include <memory>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "backstep/core/byte_source.h"
 #include "formats/usercorn/usercorn_reader.h"
@@ -203,14 +202,14 @@ void CompareRegisters(const Live& live, const Replay& replay, std::uint64_t k, b
     const char* name;
     std::uint64_t value, mask;
   } gprs[] = {
-      {"rax", r.rax, ~0ull}, {"rbx", r.rbx, ~0ull}, {"rcx", r.rcx, ~0ull},
-      {"rdx", r.rdx, ~0ull}, {"rsi", r.rsi, ~0ull}, {"rdi", r.rdi, ~0ull},
-      {"rbp", r.rbp, ~0ull}, {"rsp", r.rsp, ~0ull}, {"r8", r.r8, ~0ull},
-      {"r9", r.r9, ~0ull},   {"r10", r.r10, ~0ull}, {"r11", r.r11, ~0ull},
-      {"r12", r.r12, ~0ull}, {"r13", r.r13, ~0ull}, {"r14", r.r14, ~0ull},
-      {"r15", r.r15, ~0ull}, {"rip", r.rip, ~0ull}, {"eflags", r.eflags, ~0x10000ull},
-      {"cs", r.cs, ~0ull},   {"ss", r.ss, ~0ull},   {"fs_base", r.fs_base, ~0ull},
-      {"gs_base", r.gs_base, ~0ull}, {"fs", r.fs, ~0ull}, {"gs", r.gs, ~0ull},
+      {"rax", r.rax, ~0ull},         {"rbx", r.rbx, ~0ull}, {"rcx", r.rcx, ~0ull},
+      {"rdx", r.rdx, ~0ull},         {"rsi", r.rsi, ~0ull}, {"rdi", r.rdi, ~0ull},
+      {"rbp", r.rbp, ~0ull},         {"rsp", r.rsp, ~0ull}, {"r8", r.r8, ~0ull},
+      {"r9", r.r9, ~0ull},           {"r10", r.r10, ~0ull}, {"r11", r.r11, ~0ull},
+      {"r12", r.r12, ~0ull},         {"r13", r.r13, ~0ull}, {"r14", r.r14, ~0ull},
+      {"r15", r.r15, ~0ull},         {"rip", r.rip, ~0ull}, {"eflags", r.eflags, ~0x10000ull},
+      {"cs", r.cs, ~0ull},           {"ss", r.ss, ~0ull},   {"fs_base", r.fs_base, ~0ull},
+      {"gs_base", r.gs_base, ~0ull}, {"fs", r.fs, ~0ull},   {"gs", r.gs, ~0ull},
   };
   for (const auto& g : gprs) {
     const RegisterId id = *core::X86_64().Find(g.name);
@@ -244,9 +243,9 @@ void CompareMemory(const Live& live, const Replay& replay, std::uint64_t k) {
     for (std::size_t i = 0; i < bytes.size(); ++i) {
       const int b = replay.Byte(start + i);
       // Bytes a large fresh mapping never had written are unknown: live must be 0.
-      ASSERT_EQ(b < 0 ? 0 : b, bytes[i]) << "memory at 0x" << std::hex << start + i
-                                         << std::dec << " at position " << k << " (" << line
-                                         << ")" << (b < 0 ? " [unknown in the trace]" : "");
+      ASSERT_EQ(b < 0 ? 0 : b, bytes[i])
+          << "memory at 0x" << std::hex << start + i << std::dec << " at position " << k << " ("
+          << line << ")" << (b < 0 ? " [unknown in the trace]" : "");
     }
     compared += bytes.size();
   }
@@ -292,7 +291,7 @@ TEST_P(RecordReplay, TraceMatchesLiveProgram) {
       for (int i = 0; i < 8; ++i) v |= std::uint64_t(replay.Byte(a + i) & 0xff) << (8 * i);
       return v;
     };
-    at += 8 * (word(at) + 2);     // argc, argv, NULL
+    at += 8 * (word(at) + 2);       // argc, argv, NULL
     while (word(at) != 0) at += 8;  // envp
     at += 8;
     for (std::size_t i = 0; i < auxv.size(); ++i) {
@@ -303,7 +302,8 @@ TEST_P(RecordReplay, TraceMatchesLiveProgram) {
   for (std::size_t i = 0; i + 1 < auxv.size(); i += 2) {
     if (auxv[i] != 25) continue;
     std::uint8_t random[16];
-    for (int j = 0; j < 16; ++j) random[j] = static_cast<std::uint8_t>(replay.Byte(auxv[i + 1] + j));
+    for (int j = 0; j < 16; ++j)
+      random[j] = static_cast<std::uint8_t>(replay.Byte(auxv[i + 1] + j));
     live.Write(auxv[i + 1], random, 16);
   }
 

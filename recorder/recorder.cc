@@ -77,7 +77,7 @@ class Session {
   std::vector<core::RegisterWrite> slots_, next_slots_, changes_;
   std::vector<std::uint8_t> xstate_;
   std::vector<Range> ranges_, changed_;
-  std::vector<std::uint8_t> data_;  // contents of writes_
+  std::vector<std::uint8_t> data_;                            // contents of writes_
   std::vector<std::pair<core::Address, std::size_t>> spans_;  // (address, size) into data_
   std::vector<core::MemoryAccess> writes_;
   int pending_signal_ = 0;
@@ -100,7 +100,8 @@ core::Status Session::Start() {
   start.mappings = space_.mappings();
   start.contents = [this](const Mapping& m, std::vector<std::uint8_t>* out) {
     out->assign(m.size, 0);
-    if (m.name.rfind("[vvar", 0) != 0 && m.name != "[vsyscall]") tracee_.ReadMemoryZeroFill(m.start, *out);
+    if (m.name.rfind("[vvar", 0) != 0 && m.name != "[vsyscall]")
+      tracee_.ReadMemoryZeroFill(m.start, *out);
     return core::Status::Ok();
   };
   start.registers = slots_;
@@ -145,8 +146,9 @@ core::Status Session::StepOnce(bool* done) {
   const core::Address pc = regs_.rip;
   const Decoded& d = DecodeAt(pc);
   if (d.breakpoint) {
-    return core::Status::Unsupported("the program executes a breakpoint or software interrupt "
-                                     "instruction (int3/int n): not supported yet");
+    return core::Status::Unsupported(
+        "the program executes a breakpoint or software interrupt "
+        "instruction (int3/int n): not supported yet");
   }
   if (d.syscall && regs_.rax == kSysRseq) return EmulateSyscallFailure(pc, d, -ENOSYS);
   const Decoded decoded = d;  // the cache may change below
@@ -173,7 +175,8 @@ core::Status Session::StepOnce(bool* done) {
         SyscallRecord r;
         r.number = static_cast<std::uint32_t>(regs_.rax);
         r.result = 0;
-        const std::uint64_t args[6] = {regs_.rdi, regs_.rsi, regs_.rdx, regs_.r10, regs_.r8, regs_.r9};
+        const std::uint64_t args[6] = {regs_.rdi, regs_.rsi, regs_.rdx,
+                                       regs_.r10, regs_.r8,  regs_.r9};
         std::copy(std::begin(args), std::end(args), r.args);
         sink_.OnSyscall(r);
         ++result_.instructions;
@@ -224,7 +227,10 @@ core::Status Session::OnStepped(core::Address pc, const Decoded& d) {
     if (tracee_.ReadMemory(after.rsp, {reinterpret_cast<std::uint8_t*>(&flags), 8}) == 8 &&
         (flags & (kTf | kRf))) {
       flags &= ~(kTf | kRf);
-      if (core::Status s = tracee_.WriteMemory(after.rsp, {reinterpret_cast<std::uint8_t*>(&flags), 8}); !s.ok()) return s;
+      if (core::Status s =
+              tracee_.WriteMemory(after.rsp, {reinterpret_cast<std::uint8_t*>(&flags), 8});
+          !s.ok())
+        return s;
     }
   }
   next_slots_ = slots_;
@@ -291,7 +297,8 @@ core::Status Session::OnStepped(core::Address pc, const Decoded& d) {
 core::Status Session::SyscallEffects(const user_regs_struct& before, const user_regs_struct& after,
                                      SyscallRecord* r, MapChanges* maps) {
   const std::uint64_t nr = before.rax;
-  const std::uint64_t args[6] = {before.rdi, before.rsi, before.rdx, before.r10, before.r8, before.r9};
+  const std::uint64_t args[6] = {before.rdi, before.rsi, before.rdx,
+                                 before.r10, before.r8,  before.r9};
   r->number = static_cast<std::uint32_t>(nr);
   r->result = after.rax;
   std::copy(std::begin(args), std::end(args), r->args);
@@ -340,10 +347,11 @@ core::Status Session::Check(bool fp_fetched) {
   for (const Range& r : missed) {
     result_.missed_bytes += r.size;
     if (getenv("BACKSTEP_RECORD_DEBUG")) {
-      std::fprintf(stderr, "record: missed write 0x%llx+%llu by instruction %llu or before (pc 0x%llx)\n",
-                   static_cast<unsigned long long>(r.start), static_cast<unsigned long long>(r.size),
-                   static_cast<unsigned long long>(result_.instructions),
-                   static_cast<unsigned long long>(last_pc_));
+      std::fprintf(
+          stderr, "record: missed write 0x%llx+%llu by instruction %llu or before (pc 0x%llx)\n",
+          static_cast<unsigned long long>(r.start), static_cast<unsigned long long>(r.size),
+          static_cast<unsigned long long>(result_.instructions),
+          static_cast<unsigned long long>(last_pc_));
     }
   }
   Capture(missed);
@@ -392,16 +400,19 @@ core::Status Session::OnEvent(const Stop& stop) {
   unsigned long msg = 0;
   ptrace(PTRACE_GETEVENTMSG, tracee_.pid(), nullptr, &msg);
   if (stop.event == PTRACE_EVENT_EXEC) {
-    return core::Status::Unsupported("the program calls execve: recording across exec is not "
-                                     "supported yet");
+    return core::Status::Unsupported(
+        "the program calls execve: recording across exec is not "
+        "supported yet");
   }
   if (msg != 0) kill(static_cast<pid_t>(msg), SIGKILL);  // the new child or thread
   if (stop.event == PTRACE_EVENT_CLONE) {
-    return core::Status::Unsupported("the program creates a thread (clone): multi-threaded "
-                                     "programs are not supported yet");
+    return core::Status::Unsupported(
+        "the program creates a thread (clone): multi-threaded "
+        "programs are not supported yet");
   }
-  return core::Status::Unsupported("the program creates a process (fork/vfork): recording "
-                                   "child processes is not supported yet");
+  return core::Status::Unsupported(
+      "the program creates a process (fork/vfork): recording "
+      "child processes is not supported yet");
 }
 
 core::Status Session::EmulateRdtsc(core::Address pc, const Decoded& d) {
@@ -437,7 +448,8 @@ core::Expected<RecordResult> Record(const RecordOptions& options, RecordingSink&
   if (!tracee.ok()) return tracee.status();
   RecordOptions tuned = options;
   // NOTE: BACKSTEP_RECORD_CHECK=N checks every N instructions (debugging the decoder).
-  if (const char* check = getenv("BACKSTEP_RECORD_CHECK")) tuned.check_interval = std::stoull(check);
+  if (const char* check = getenv("BACKSTEP_RECORD_CHECK"))
+    tuned.check_interval = std::stoull(check);
   Session session(tuned, sink, std::move(*tracee));
   if (core::Status s = session.Start(); !s.ok()) return s;
   core::Status run = session.Run();

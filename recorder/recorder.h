@@ -54,8 +54,8 @@ struct RecordResult {
   std::uint64_t instructions = 0;
   std::uint64_t syscalls = 0;
   enum class End { kExited, kKilled, kMaxInstructions, kInterrupted } end = End::kExited;
-  int exit_code = 0;     // kExited
-  int signal = 0;        // kKilled
+  int exit_code = 0;                   // kExited
+  int signal = 0;                      // kKilled
   std::uint64_t missed_bytes = 0;      // found by the periodic checks
   std::uint64_t missed_registers = 0;  // FP registers the decoder did not announce
   std::uint64_t full_diffs = 0;        // syscalls and instructions without known writes

@@ -1,15 +1,15 @@
 // Unit tests of the recorder's pieces: decoding writes, x87 tags, refusals.
+#include "recorder/recorder.h"
+
+#include <gtest/gtest.h>
 #include <sys/user.h>
 
 #include <cstdint>
 #include <fstream>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "recorder/cpu_state.h"
 #include "recorder/insn_decoder.h"
-#include "recorder/recorder.h"
 
 namespace backstep::record {
 namespace {

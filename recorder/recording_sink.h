@@ -50,7 +50,7 @@ using MappingContents = std::function<core::Status(const Mapping&, std::vector<s
 
 struct StartInfo {
   std::uint64_t pid = 0;
-  std::string executable;  // /proc/PID/exe
+  std::string executable;          // /proc/PID/exe
   std::vector<std::uint8_t> auxv;  // /proc/PID/auxv, raw (u64 type, u64 value pairs)
   std::vector<Mapping> mappings;
   MappingContents contents;
@@ -70,8 +70,8 @@ struct SyscallRecord {
   std::uint32_t number = 0;
   std::uint64_t result = 0;
   std::uint64_t args[6] = {};
-  std::span<const Mapping> unmapped;  // ranges removed (name unused)
-  std::span<const Mapping> mapped;    // new mappings (contents come in `writes`)
+  std::span<const Mapping> unmapped;    // ranges removed (name unused)
+  std::span<const Mapping> mapped;      // new mappings (contents come in `writes`)
   std::span<const Mapping> protected_;  // ranges whose protection changed
   std::span<const core::MemoryAccess> writes;
   std::span<const core::RegisterWrite> registers;  // changed by the kernel

@@ -18,8 +18,15 @@ constexpr std::uint64_t kStatSize = 144, kStatxSize = 256, kTimespec = 16, kUtsn
 
 bool ChangesMappings(std::uint64_t nr) {
   switch (nr) {
-    case SYS_mmap: case SYS_munmap: case SYS_mprotect: case SYS_brk: case SYS_mremap:
-    case SYS_shmat: case SYS_shmdt: case SYS_pkey_mprotect: case SYS_remap_file_pages:
+    case SYS_mmap:
+    case SYS_munmap:
+    case SYS_mprotect:
+    case SYS_brk:
+    case SYS_mremap:
+    case SYS_shmat:
+    case SYS_shmdt:
+    case SYS_pkey_mprotect:
+    case SYS_remap_file_pages:
       return true;
     default:
       return false;
@@ -31,19 +38,51 @@ bool KnownOutputs(std::uint64_t nr, const std::uint64_t a[6], std::uint64_t r,
   const bool ok = !Failed(r);
   switch (nr) {
     // No memory written.
-    case SYS_write: case SYS_writev: case SYS_pwrite64: case SYS_close: case SYS_lseek:
-    case SYS_open: case SYS_openat: case SYS_access: case SYS_faccessat: case SYS_faccessat2:
-    case SYS_getpid: case SYS_gettid: case SYS_getppid: case SYS_getuid: case SYS_geteuid:
-    case SYS_getgid: case SYS_getegid: case SYS_set_tid_address: case SYS_set_robust_list:
-    case SYS_exit: case SYS_exit_group: case SYS_mmap: case SYS_munmap: case SYS_mprotect:
-    case SYS_brk: case SYS_mremap: case SYS_dup: case SYS_dup2: case SYS_dup3: case SYS_fsync:
-    case SYS_unlink: case SYS_unlinkat: case SYS_mkdir: case SYS_chdir: case SYS_sched_yield:
-    case SYS_futex: case SYS_rseq:
+    case SYS_write:
+    case SYS_writev:
+    case SYS_pwrite64:
+    case SYS_close:
+    case SYS_lseek:
+    case SYS_open:
+    case SYS_openat:
+    case SYS_access:
+    case SYS_faccessat:
+    case SYS_faccessat2:
+    case SYS_getpid:
+    case SYS_gettid:
+    case SYS_getppid:
+    case SYS_getuid:
+    case SYS_geteuid:
+    case SYS_getgid:
+    case SYS_getegid:
+    case SYS_set_tid_address:
+    case SYS_set_robust_list:
+    case SYS_exit:
+    case SYS_exit_group:
+    case SYS_mmap:
+    case SYS_munmap:
+    case SYS_mprotect:
+    case SYS_brk:
+    case SYS_mremap:
+    case SYS_dup:
+    case SYS_dup2:
+    case SYS_dup3:
+    case SYS_fsync:
+    case SYS_unlink:
+    case SYS_unlinkat:
+    case SYS_mkdir:
+    case SYS_chdir:
+    case SYS_sched_yield:
+    case SYS_futex:
+    case SYS_rseq:
       return true;
-    case SYS_read: case SYS_pread64: case SYS_getrandom:
+    case SYS_read:
+    case SYS_pread64:
+    case SYS_getrandom:
       if (ok) Add(out, a[1 - (nr == SYS_getrandom)], r);
       return true;
-    case SYS_getdents64: case SYS_getcwd:
+    case SYS_getdents64:
+    case SYS_getcwd:
       if (ok) Add(out, a[nr == SYS_getcwd ? 0 : 1], r);
       return true;
     case SYS_readlink:
@@ -52,7 +91,9 @@ bool KnownOutputs(std::uint64_t nr, const std::uint64_t a[6], std::uint64_t r,
     case SYS_readlinkat:
       if (ok) Add(out, a[2], r);
       return true;
-    case SYS_fstat: case SYS_stat: case SYS_lstat:
+    case SYS_fstat:
+    case SYS_stat:
+    case SYS_lstat:
       Add(out, a[1], kStatSize);
       return true;
     case SYS_newfstatat:
@@ -61,7 +102,8 @@ bool KnownOutputs(std::uint64_t nr, const std::uint64_t a[6], std::uint64_t r,
     case SYS_statx:
       Add(out, a[4], kStatxSize);
       return true;
-    case SYS_clock_gettime: case SYS_clock_getres:
+    case SYS_clock_gettime:
+    case SYS_clock_getres:
       Add(out, a[1], kTimespec);
       return true;
     case SYS_gettimeofday:
@@ -95,7 +137,8 @@ bool KnownOutputs(std::uint64_t nr, const std::uint64_t a[6], std::uint64_t r,
     case SYS_rt_sigprocmask:
       Add(out, a[2], a[3]);
       return true;
-    case SYS_pipe: case SYS_pipe2:
+    case SYS_pipe:
+    case SYS_pipe2:
       Add(out, a[0], 8);
       return true;
     case SYS_sched_getaffinity:

@@ -78,11 +78,13 @@ core::Status CheckX86_64Elf(const std::string& path) {
   Elf64_Ehdr h{};
   in.read(reinterpret_cast<char*>(&h), sizeof h);
   if (!in || std::memcmp(h.e_ident, ELFMAG, SELFMAG) != 0) {
-    return core::Status::Unsupported(path + ": not an ELF executable (scripts are not supported: "
-                                            "record the interpreter with the script as argument)");
+    return core::Status::Unsupported(path +
+                                     ": not an ELF executable (scripts are not supported: "
+                                     "record the interpreter with the script as argument)");
   }
   if (h.e_ident[EI_CLASS] != ELFCLASS64 || h.e_machine != EM_X86_64) {
-    return core::Status::Unsupported(path + ": not an x86-64 program (backstep records x86-64 only)");
+    return core::Status::Unsupported(path +
+                                     ": not an x86-64 program (backstep records x86-64 only)");
   }
   return core::Status::Ok();
 }
@@ -152,7 +154,8 @@ core::Expected<Stop> Tracee::Step(int signal) {
     return core::Status::IOError("PTRACE_SINGLESTEP: " + Errno(errno));
   }
   int status = 0;
-  if (waitpid(pid_, &status, __WALL) != pid_) return core::Status::IOError("waitpid: " + Errno(errno));
+  if (waitpid(pid_, &status, __WALL) != pid_)
+    return core::Status::IOError("waitpid: " + Errno(errno));
   Stop stop;
   if (WIFEXITED(status)) {
     stop.kind = Stop::kExited;
@@ -201,8 +204,8 @@ core::Status Tracee::GetXState(std::vector<std::uint8_t>* xstate) const {
 std::size_t Tracee::ReadMemory(core::Address address, std::span<std::uint8_t> out) const {
   std::size_t done = 0;
   while (done < out.size()) {
-    const ssize_t n = pread(mem_fd_, out.data() + done, out.size() - done,
-                            static_cast<off_t>(address + done));
+    const ssize_t n =
+        pread(mem_fd_, out.data() + done, out.size() - done, static_cast<off_t>(address + done));
     if (n <= 0) break;
     done += static_cast<std::size_t>(n);
   }
@@ -251,7 +254,8 @@ core::Expected<std::vector<Mapping>> Tracee::ReadMaps() const {
     m.write = perms[1] == 'w';
     m.exec = perms[2] == 'x';
     m.file_offset = offset;
-    if (name_at > 0 && static_cast<std::size_t>(name_at) <= line.size()) m.name = line.substr(name_at);
+    if (name_at > 0 && static_cast<std::size_t>(name_at) <= line.size())
+      m.name = line.substr(name_at);
     maps.push_back(std::move(m));
   }
   return maps;

@@ -34,9 +34,9 @@ struct SpawnOptions {
 // What a resume ended with.
 struct Stop {
   enum Kind { kStepped, kSignal, kEvent, kExited, kKilled } kind = kStepped;
-  int signal = 0;      // kSignal, kKilled
-  int event = 0;       // kEvent: PTRACE_EVENT_*
-  int exit_code = 0;   // kExited
+  int signal = 0;     // kSignal, kKilled
+  int event = 0;      // kEvent: PTRACE_EVENT_*
+  int exit_code = 0;  // kExited
 };
 
 class Tracee {
@@ -79,7 +79,6 @@ class Tracee {
   Tracee(pid_t pid, int mem_fd) : pid_(pid), mem_fd_(mem_fd) {}
   pid_t pid_ = -1;
   int mem_fd_ = -1;  // /proc/PID/mem: reads what PTRACE may read
-
 };
 
 // Unsupported unless `path` is an x86-64 ELF file; NotFound if missing.

@@ -86,9 +86,6 @@ class Session {
 
   // Thread-safe: asks the resume in progress to stop where it is (T02).
   void RequestInterrupt() { interrupt_.store(true, std::memory_order_relaxed); }
-  // Thread-safe: forgets an interrupt that arrived after the packet it was
-  // meant for had been answered (the transport calls it between batches).
-  void ClearInterrupt() { interrupt_.store(false, std::memory_order_relaxed); }
 
   bool no_ack_mode() const { return no_ack_; }
   // True after D, vKill or k: the transport closes once the reply is sent.

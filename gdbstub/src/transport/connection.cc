@@ -1,166 +1,167 @@
 #include "transport/connection.h"
 
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <boost/asio/buffer.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/write.hpp>
+#include <cerrno>
+#include <cstring>
+#include <optional>
 
 namespace backstep::gdbstub {
+namespace {
 
-namespace asio = boost::asio;
+constexpr std::size_t kReadChunk = 16384;
 
-Connection::Connection(asio::io_context& io, int in_fd, int out_fd, std::unique_ptr<Target> target,
-                       int id, PacketLog* log, ClosedFn on_closed)
-    : io_(io),
-      in_fd_(in_fd),
+void Signal(int fd) {
+  std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(fd, &one, sizeof one);
+}
+
+void Drain(int fd) {
+  std::uint64_t value;
+  [[maybe_unused]] ssize_t n = ::read(fd, &value, sizeof value);
+}
+
+}  // namespace
+
+Connection::Connection(int in_fd, int out_fd, std::unique_ptr<Target> target, int id,
+                       PacketLog* log, ClosedFn on_closed)
+    : in_fd_(in_fd),
       out_fd_(out_fd),
-      in_(io),
-      target_(std::move(target)),
-      session_(*target_),
+      inner_(std::move(target)),
+      target_(*inner_, *this),
+      session_(target_),
       id_(id),
       log_(log),
       on_closed_(std::move(on_closed)) {}
 
 Connection::~Connection() {
-  // Close() normally ran; this covers a connection that never started.
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    quit_ = true;
+  for (int fd : {stop_fd_, done_fd_, in_fd_}) {
+    if (fd >= 0) ::close(fd);
   }
-  wake_.notify_all();
-  if (worker_.joinable()) worker_.join();
-  if (!in_.is_open() && in_fd_ >= 0) ::close(in_fd_);
-  if (!out_ && out_fd_ >= 0 && out_fd_ != in_fd_) ::close(out_fd_);
+  if (out_fd_ >= 0 && out_fd_ != in_fd_) ::close(out_fd_);
 }
 
 core::Status Connection::Start() {
-  boost::system::error_code error;
-  in_.assign(in_fd_, error);
-  if (!error && out_fd_ != in_fd_) {
-    out_.emplace(io_);
-    out_->assign(out_fd_, error);
-    if (error) out_.reset();
+  stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  done_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stop_fd_ < 0 || done_fd_ < 0) {
+    return core::Status::IOError(std::string("eventfd: ") + std::strerror(errno));
   }
-  if (error) {
-    return core::Status::IOError("cannot poll the client's descriptors: " + error.message());
-  }
-  in_fd_ = out_fd_ = -1;  // owned by the descriptors now
-  worker_ = std::thread([this] { WorkerLoop(); });
-  ReadMore();
+  thread_ = std::thread([this] { Loop(); });
   return core::Status::Ok();
 }
 
-void Connection::Close() {
-  if (closed_) return;
-  closed_ = true;
+void Connection::RequestStop() {
+  stop_.store(true);
   session_.RequestInterrupt();  // a resume in progress returns promptly
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    quit_ = true;
+  if (stop_fd_ >= 0) Signal(stop_fd_);
+}
+
+void Connection::Join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void Connection::Loop() {
+  std::vector<std::uint8_t> batch;
+  while (!stop_.load() && !client_gone_) {
+    if (stash_.empty()) {
+      pollfd fds[2] = {{in_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      if (fds[1].revents != 0) break;
+      batch.clear();
+      if (!ReadSome(batch)) break;
+      if (batch.empty()) continue;  // spurious wake-up
+    } else {
+      batch.swap(stash_);
+      stash_.clear();
+    }
+    std::vector<std::string> replies = session_.OnBytes(batch);
+    std::string out;
+    for (const std::string& reply : replies) {
+      if (log_) log_->Sent(id_, reply);
+      out += reply;  // one write per batch: an ack and its reply in one segment
+    }
+    if (!WriteAll(out) || session_.finished()) break;
   }
-  wake_.notify_all();
-  if (worker_.joinable()) worker_.join();
-  boost::system::error_code ignored;
-  in_.close(ignored);
-  if (out_) out_->close(ignored);
   if (log_) log_->Note(id_, "closed");
   if (on_closed_) on_closed_(*this);
 }
 
-void Connection::ReadMore() {
-  in_.async_read_some(
-      asio::buffer(read_buffer_),
-      [self = shared_from_this()](const boost::system::error_code& error, std::size_t length) {
-        self->OnRead(error, length);
-      });
-}
-
-void Connection::OnRead(const boost::system::error_code& error, std::size_t length) {
-  if (closed_) return;
-  if (error) {  // EOF: the client went away; any reply would be lost
-    if (log_ && error != asio::error::eof) log_->Note(id_, "read error: " + error.message());
-    Close();
-    return;
+bool Connection::ReadSome(std::vector<std::uint8_t>& out) {
+  std::uint8_t buffer[kReadChunk];
+  ssize_t n = ::read(in_fd_, buffer, sizeof buffer);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+  if (n <= 0) {
+    if (n < 0 && log_) log_->Note(id_, std::string("read error: ") + std::strerror(errno));
+    return false;
   }
-  std::span<const std::uint8_t> bytes(read_buffer_.data(), length);
+  std::span<const std::uint8_t> bytes(buffer, static_cast<std::size_t>(n));
   if (log_) log_->Received(id_, bytes);
-  if (busy_ && pending_.empty() && std::find(bytes.begin(), bytes.end(), 0x03) != bytes.end()) {
-    session_.RequestInterrupt();
-  }
-  pending_.insert(pending_.end(), bytes.begin(), bytes.end());
-  HandOver();
-  ReadMore();
+  out.insert(out.end(), bytes.begin(), bytes.end());
+  return true;
 }
 
-void Connection::HandOver() {
-  if (busy_ || pending_.empty() || closed_ || finishing_) return;
-  busy_ = true;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    batch_.swap(pending_);
-    has_batch_ = true;
+bool Connection::WriteAll(const std::string& bytes) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(out_fd_, bytes.data() + done, bytes.size() - done);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+    } else if (n < 0 && errno == EAGAIN) {
+      pollfd fds[2] = {{out_fd_, POLLOUT, 0}, {stop_fd_, POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0 && errno != EINTR) return false;
+      if (fds[1].revents != 0) return false;
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      if (log_) log_->Note(id_, std::string("write error: ") + std::strerror(errno));
+      return false;
+    }
   }
-  pending_.clear();
-  wake_.notify_one();
+  return true;
 }
 
-void Connection::WorkerLoop() {
-  std::vector<std::uint8_t> batch;
+core::Expected<StopReason> Connection::RunWatched(
+    const std::function<core::Expected<StopReason>()>& resume) {
+  std::optional<core::Expected<StopReason>> result;
+  std::thread helper([&] {
+    result.emplace(resume());
+    Signal(done_fd_);
+  });
+  bool watching = !client_gone_;
+  bool stopping = false;
   while (true) {
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [this] { return has_batch_ || quit_; });
-      if (quit_) return;
-      batch.swap(batch_);
-      has_batch_ = false;
+    // Events already acted upon leave the set (a closed client's fd, and the
+    // stop event, which stays set for Loop(), would poll as ready forever).
+    pollfd fds[3] = {{done_fd_, POLLIN, 0},
+                     {stopping ? -1 : stop_fd_, POLLIN, 0},
+                     {watching ? in_fd_ : -1, POLLIN, 0}};
+    if (::poll(fds, 3, -1) < 0 && errno != EINTR) break;
+    if (fds[0].revents != 0) break;
+    if (fds[1].revents != 0) {
+      stopping = true;
+      session_.RequestInterrupt();
     }
-    std::vector<std::string> replies = session_.OnBytes(batch);
-    batch.clear();
-    // One write per batch: an ack and its reply leave in one segment.
-    std::string joined;
-    for (const std::string& reply : replies) {
-      if (log_) log_->Sent(id_, reply);
-      joined += reply;
+    if (fds[2].revents != 0) {
+      std::size_t before = stash_.size();
+      if (!ReadSome(stash_)) {
+        client_gone_ = true;
+        watching = false;
+        session_.RequestInterrupt();  // nobody waits for the stop reply
+      } else if (std::find(stash_.begin() + before, stash_.end(), 0x03) != stash_.end()) {
+        session_.RequestInterrupt();
+      }
     }
-    asio::post(io_, [self = shared_from_this(), joined = std::move(joined),
-                     finished = session_.finished()]() mutable {
-      self->OnProcessed(std::move(joined), finished);
-    });
   }
-}
-
-void Connection::OnProcessed(std::string replies, bool finished) {
-  if (closed_) return;
-  busy_ = false;
-  session_.ClearInterrupt();
-  if (!replies.empty()) write_queue_.push_back(std::move(replies));
-  finishing_ = finishing_ || finished;
-  WriteMore();
-  HandOver();
-}
-
-void Connection::WriteMore() {
-  if (writing_ || closed_) return;
-  if (write_queue_.empty()) {
-    if (finishing_) Close();
-    return;
-  }
-  writing_ = true;
-  asio::async_write(
-      out(), asio::buffer(write_queue_.front()),
-      [self = shared_from_this()](const boost::system::error_code& error, std::size_t) {
-        self->writing_ = false;
-        if (self->closed_) return;
-        if (error) {
-          if (self->log_) self->log_->Note(self->id_, "write error: " + error.message());
-          self->Close();
-          return;
-        }
-        self->write_queue_.pop_front();
-        self->WriteMore();
-      });
+  helper.join();
+  Drain(done_fd_);
+  return std::move(*result);
 }
 
 }  // namespace backstep::gdbstub

@@ -1,96 +1,81 @@
-// Connection: one client over a pair of connected descriptors.
+// Connection: one client over a pair of connected descriptors, served by a
+// thread of its own.
 //
-// Threads: the I/O thread (Asio) reads and writes the descriptors; a worker
-// thread owned by the connection runs Session::OnBytes on the bytes the I/O
-// thread hands it, one batch at a time. While a batch is being processed the
-// I/O thread keeps reading and queues what arrives; a 0x03 that arrives
-// while a batch is in flight and nothing else is queued is meant for that
-// batch (gdb sends nothing else while it waits for a stop reply), so it
-// becomes Session::RequestInterrupt() at once; a long reverse-continue stops
-// within one poll of core::RunUntil. When the batch's replies come back the
-// interrupt is cleared: an interrupt that raced with the stop reply is
-// answered by that stop reply.
+// The thread reads what the client sends, feeds it to the client's Session
+// and writes the replies back, in a plain blocking loop: every packet costs
+// one thread wake-up, which keeps `bs` + `g` + `m` round trips in the tens of
+// microseconds (rsp.md §7). While a continue is computed (on a helper
+// thread, see watched_target.h) the connection thread keeps reading: a 0x03
+// becomes Session::RequestInterrupt() at once, other bytes wait for the
+// session. Closing (client EOF, `D`/`k`, a write error, RequestStop()) ends
+// the thread and calls `on_closed` from it.
 //
-// Lifetime: held by shared_ptr (the Server's set, and every pending Asio
-// handler). Close() interrupts and joins the worker, closes the
-// descriptors and tells the server; it is idempotent.
+// No Asio here: the descriptors may be a TCP socket, a socketpair end or
+// stdin/stdout, and poll(2) serves them all.
 //
-// Thread-safety: every method except the worker loop runs on the I/O thread.
+// Thread-safety: Start() and Join() from the owner's thread; RequestStop()
+// from any thread; everything else runs on the connection's thread.
 #pragma once
 
-#include <array>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <condition_variable>
+#include <atomic>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "backstep/core/status.h"
 #include "backstep/gdbstub/target.h"
 #include "session/session.h"
 #include "transport/packet_log.h"
+#include "transport/watched_target.h"
 
 namespace backstep::gdbstub {
 
-class Connection : public std::enable_shared_from_this<Connection> {
+class Connection final : public ResumeWatcher {
  public:
   using ClosedFn = std::function<void(Connection&)>;
 
-  // Takes ownership of the descriptors (in_fd == out_fd: one socket).
-  // `log` may be null; it must outlive the connection.
-  Connection(boost::asio::io_context& io, int in_fd, int out_fd, std::unique_ptr<Target> target,
-             int id, PacketLog* log, ClosedFn on_closed);
-  ~Connection();
+  // Takes ownership of the descriptors (in_fd == out_fd: one socket) and the
+  // target. `log` may be null and must outlive the connection. `on_closed`
+  // runs on the connection's thread as its last action.
+  Connection(int in_fd, int out_fd, std::unique_ptr<Target> target, int id, PacketLog* log,
+             ClosedFn on_closed);
+  ~Connection() override;  // REQUIRES: Join()ed, or never started
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  // Assigns the descriptors to the I/O loop and starts reading. IOError if a
-  // descriptor cannot be polled (regular files).
+  // Starts the thread. IOError if the stop event cannot be created.
   core::Status Start();
-  void Close();
+  // Thread-safe: interrupts a resume in progress and ends the thread soon.
+  void RequestStop();
+  void Join();
   int id() const { return id_; }
 
- private:
-  void ReadMore();
-  void OnRead(const boost::system::error_code& error, std::size_t length);
-  void HandOver();
-  void WorkerLoop();
-  void OnProcessed(std::string replies, bool finished);
-  void WriteMore();
-  boost::asio::posix::stream_descriptor& out() { return out_ ? *out_ : in_; }
+  // ResumeWatcher (called by the session through WatchedTarget).
+  core::Expected<StopReason> RunWatched(
+      const std::function<core::Expected<StopReason>()>& resume) override;
 
-  boost::asio::io_context& io_;
+ private:
+  void Loop();
+  // Reads what is available into `out`; false on EOF or a read error.
+  bool ReadSome(std::vector<std::uint8_t>& out);
+  bool WriteAll(const std::string& bytes);
+
   int in_fd_, out_fd_;
-  boost::asio::posix::stream_descriptor in_;
-  std::optional<boost::asio::posix::stream_descriptor> out_;  // when not in_'s descriptor
-  std::unique_ptr<Target> target_;
+  int stop_fd_ = -1;  // eventfd: RequestStop()
+  int done_fd_ = -1;  // eventfd: a watched resume finished
+  std::unique_ptr<Target> inner_;
+  WatchedTarget target_;
   Session session_;
   const int id_;
   PacketLog* log_;
   ClosedFn on_closed_;
-
-  // I/O thread state.
-  std::array<std::uint8_t, 16384> read_buffer_{};
-  std::vector<std::uint8_t> pending_;  // received, not yet handed to the worker
-  bool busy_ = false;                  // a batch is with the worker
-  bool closed_ = false;
-  bool finishing_ = false;  // the session ended (D, k): close once written
-  std::deque<std::string> write_queue_;
-  bool writing_ = false;
-
-  // Hand-over to the worker.
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::vector<std::uint8_t> batch_;
-  bool has_batch_ = false;
-  bool quit_ = false;
-  std::thread worker_;
+  std::vector<std::uint8_t> stash_;  // read while a resume ran; not yet fed
+  bool client_gone_ = false;         // EOF seen while watching a resume
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
 };
 
 }  // namespace backstep::gdbstub

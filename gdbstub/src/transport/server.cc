@@ -1,10 +1,13 @@
-// Server (backstep/gdbstub/server.h): the TCP listener, the signal set and
-// the set of live connections, all driven by one io_context.
+// Server (backstep/gdbstub/server.h): the TCP listener and the signal set on
+// an Asio io_context, and the set of live connections, each served by its
+// own thread (connection.h). The io_context thread owns the set: connection
+// threads report their end by posting to it.
 #include "backstep/gdbstub/server.h"
 
 #include <unistd.h>
 
 #include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -25,6 +28,7 @@ class Server::Impl {
  public:
   Impl(TargetFactory factory, ServerOptions options, std::unique_ptr<PacketLog> log)
       : factory_(std::move(factory)), options_(std::move(options)), log_(std::move(log)) {}
+  ~Impl() { DoStop(); }
 
   core::Expected<std::uint16_t> ListenTcp(const std::string& address, std::uint16_t port);
   core::Status AddConnection(int in_fd, int out_fd, const std::string& peer);
@@ -33,11 +37,12 @@ class Server::Impl {
     asio::post(io_, [this] { DoStop(); });
   }
   std::size_t connection_count() const { return count_.load(); }
-  void DoStop();
 
  private:
+  using WorkGuard = asio::executor_work_guard<asio::io_context::executor_type>;
   void Accept();
-  void OnClosed(Connection& connection);
+  void DoStop();
+  void OnClosed(std::shared_ptr<Connection> connection);
   void Notice(const std::string& text) {
     if (options_.notice) options_.notice(text);
   }
@@ -48,6 +53,7 @@ class Server::Impl {
   std::unique_ptr<PacketLog> log_;
   std::optional<tcp::acceptor> acceptor_;
   std::optional<asio::signal_set> signals_;
+  std::optional<WorkGuard> busy_;  // keeps Run() going while connections live
   std::set<std::shared_ptr<Connection>> connections_;
   std::atomic<std::size_t> count_{0};
   int next_id_ = 1;
@@ -86,6 +92,9 @@ void Server::Impl::Accept() {
       socket.set_option(tcp::no_delay(true), ignored);  // replies are small and latency-bound
       tcp::endpoint remote = socket.remote_endpoint(ignored);
       std::string peer = remote.address().to_string() + ":" + std::to_string(remote.port());
+      // The connection thread does blocking I/O: give it a blocking socket.
+      socket.native_non_blocking(false, ignored);
+      socket.non_blocking(false, ignored);
       boost::system::error_code released;
       int fd = socket.release(released);
       if (released) {
@@ -106,35 +115,42 @@ core::Status Server::Impl::AddConnection(int in_fd, int out_fd, const std::strin
     return target.status();
   }
   const int id = next_id_++;
-  auto connection =
-      std::make_shared<Connection>(io_, in_fd, out_fd, std::move(*target), id, log_.get(),
-                                   [this](Connection& c) { OnClosed(c); });
+  auto connection = std::make_shared<Connection>(in_fd, out_fd, std::move(*target), id, log_.get(),
+                                                 [this](Connection& closed) {
+                                                   // On the connection's thread: the I/O thread
+                                                   // joins and forgets it.
+                                                   asio::post(io_, [this, raw = &closed] {
+                                                     for (const auto& c : connections_) {
+                                                       if (c.get() == raw) return OnClosed(c);
+                                                     }
+                                                   });
+                                                 });
   BACKSTEP_RETURN_IF_ERROR(connection->Start());
   connections_.insert(connection);
   count_.store(connections_.size());
+  if (!busy_) busy_.emplace(io_.get_executor());
   if (log_) log_->Note(id, "connected from " + peer);
   Notice("client " + std::to_string(id) + " connected from " + peer);
   return core::Status::Ok();
 }
 
-void Server::Impl::OnClosed(Connection& connection) {
-  for (auto it = connections_.begin(); it != connections_.end(); ++it) {
-    if (it->get() == &connection) {
-      connections_.erase(it);
-      break;
-    }
-  }
+void Server::Impl::OnClosed(std::shared_ptr<Connection> connection) {
+  connection->Join();
+  connections_.erase(connection);
   count_.store(connections_.size());
-  if (!stopping_) Notice("client " + std::to_string(connection.id()) + " disconnected");
+  if (!stopping_) Notice("client " + std::to_string(connection->id()) + " disconnected");
   // Without a listener the server lives as long as its connections.
-  if (!acceptor_ && connections_.empty() && signals_) {
-    boost::system::error_code ignored;
-    signals_->cancel(ignored);
+  if (connections_.empty()) {
+    busy_.reset();
+    if (!acceptor_ && signals_) {
+      boost::system::error_code ignored;
+      signals_->cancel(ignored);
+    }
   }
 }
 
 void Server::Impl::Run() {
-  if (options_.stop_on_signals) {
+  if (options_.stop_on_signals && !signals_) {
     signals_.emplace(io_, SIGINT, SIGTERM);
     signals_->async_wait([this](const boost::system::error_code& error, int signal) {
       if (error) return;
@@ -147,13 +163,17 @@ void Server::Impl::Run() {
   io_.restart();
 }
 
+// Idempotent; on the I/O thread (or once Run() has returned).
 void Server::Impl::DoStop() {
   stopping_ = true;
   boost::system::error_code ignored;
   if (acceptor_) acceptor_->close(ignored);
   if (signals_) signals_->cancel(ignored);
-  std::set<std::shared_ptr<Connection>> connections = connections_;
-  for (const auto& connection : connections) connection->Close();
+  for (const auto& connection : connections_) connection->RequestStop();
+  for (const auto& connection : connections_) connection->Join();
+  connections_.clear();
+  count_.store(0);
+  busy_.reset();
   io_.stop();
 }
 
@@ -171,11 +191,7 @@ core::Expected<std::unique_ptr<Server>> Server::Create(TargetFactory factory,
 }
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-
-Server::~Server() {
-  // Run() has returned (or never ran): stop directly, on this thread.
-  impl_->DoStop();
-}
+Server::~Server() = default;  // Impl stops what is left
 
 core::Expected<std::uint16_t> Server::ListenTcp(const std::string& address, std::uint16_t port) {
   return impl_->ListenTcp(address, port);

@@ -2,11 +2,12 @@
 //
 // Every client gets its own Session and its own Target (made by the
 // TargetFactory, e.g. a TraceTarget with its own cursor over one shared
-// Trace), so several debuggers can look at one trace at once. One I/O thread
-// (the one calling Run()) reads and writes every connection; each connection
-// hands its packets to a worker thread of its own, so that while a long
-// resume is computed the I/O thread keeps reading and turns a client's 0x03
-// into Session::RequestInterrupt() (docs/rsp.md §6.8).
+// Trace), so several debuggers can look at one trace at once. Each
+// connection is served by a thread of its own in a blocking loop (one thread
+// wake-up per packet); a continue runs on a helper thread while the
+// connection thread keeps reading, so a client's 0x03 interrupts it
+// (docs/rsp.md §6.8). The thread calling Run() accepts clients and handles
+// signals.
 //
 // Transports:
 //   ListenTcp("127.0.0.1", 1234)  a listener; port 0 picks a free port
