@@ -27,15 +27,14 @@ std::uint64_t FileSize(const std::string& path) {
 
 int RunRecord(Args& args) {
   std::vector<std::string> command = args.TakeAfterSeparator();
-  std::optional<std::string> output = args.TakeOption("o");
-  if (!output) output = args.TakeOption("output");
+  std::optional<std::string> max = args.TakeOption("max-insns");
+  std::optional<std::string> output = args.TakeOption("output");
   // `-o FILE` (one dash) is not an Args option: take it from the positionals.
   std::vector<std::string> rest = args.Positionals();
   if (!output && rest.size() == 2 && rest[0] == "-o") {
     output = rest[1];
     rest.clear();
   }
-  std::optional<std::string> max = args.TakeOption("max-insns");
   if (std::optional<std::string> bad = args.UnknownOption()) {
     return Usage("record: unknown option '" + *bad + "'");
   }

@@ -81,14 +81,14 @@ int RunServe(Args& args) {
       return Fail(core::Status::IOError("--stdio: " + status.ToString()));
     }
   } else {
-    if (listen && !IsLoopback(address)) {
+    auto bound = (*server)->ListenTcp(address, port);
+    if (!bound.ok()) return Fail(bound.status());
+    if (!IsLoopback(address)) {
       std::fprintf(stderr,
                    "backstep: warning: listening on %s: anyone who can reach it can read the "
                    "trace's memory and registers\n",
                    address.c_str());
     }
-    auto bound = (*server)->ListenTcp(address, port);
-    if (!bound.ok()) return Fail(bound.status());
     std::fprintf(stderr, "listening on %s\n", HostPort(address, *bound).c_str());
     std::fprintf(stderr,
                  "  gdb:  set architecture i386:x86-64\n"

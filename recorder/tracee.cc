@@ -143,8 +143,11 @@ Tracee::~Tracee() {
 void Tracee::Kill() {
   if (pid_ <= 0) return;
   kill(pid_, SIGKILL);
+  // Reap every traced task (a thread or child the tracee created stops too,
+  // and the leader's exit is reported only after them).
   int status = 0;
-  while (waitpid(pid_, &status, __WALL) == pid_ && !WIFEXITED(status) && !WIFSIGNALED(status)) {
+  for (pid_t p; (p = waitpid(-1, &status, __WALL)) > 0;) {
+    if (p == pid_ && (WIFEXITED(status) || WIFSIGNALED(status))) break;
   }
   pid_ = -1;
 }

@@ -13,6 +13,7 @@
 #include "index/index_format.h"
 #include "index/index_hash.h"
 #include "index/index_store.h"
+#include "index/trace_index.h"
 #include "testing/fake_trace.h"
 #include "testing/fake_trace_generator.h"
 #include "testing/trace_oracle.h"
@@ -293,6 +294,46 @@ TEST(IndexSizeTest, ReportsSizePerEvent) {
   std::printf("fake trace: %.0f bytes, index: %.0f bytes (%.1f%%, %.1f bytes/event)\n", trace_bytes,
               index_bytes, 100 * index_bytes / trace_bytes, index_bytes / 20000);
   // NOTE: no size assertion: fake traces are much denser than real ones.
+}
+
+}  // namespace
+}  // namespace backstep::core
+
+namespace backstep::core {
+namespace {
+
+// The pc index answers next/previous execution of a pc and of a pc range
+// like a scan of the oracle's per-event pcs.
+TEST(PcIndexTest, MatchesOracleScan) {
+  testing::FakeTraceOptions o;
+  o.events = 3000;
+  o.threads = 3;
+  o.full_registers = false;
+  const testing::FakeTrace fake = testing::GenerateFakeTrace(o);
+  const testing::TraceOracle oracle(fake);
+  OpenOptions options;
+  options.index_memory_budget = 4000;  // many segments
+  auto trace = testing::OpenFakeInMemory(fake, options);
+  ASSERT_TRUE(trace.ok());
+  const TraceIndex& index = (*trace)->index();
+  const auto pcs = testing::FakePcPool();
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 500; ++i) {
+    const std::uint64_t at = rng() % 3001;
+    const Address pc = pcs[rng() % pcs.size()];
+    const Address lo = pcs[rng() % pcs.size()], hi = lo + 4 * (rng() % 6);
+    std::optional<std::uint64_t> next, prev, next_range;
+    for (std::uint64_t q = 0; q < 3000; ++q) {
+      const auto p = oracle.pc_of(q);
+      if (!p) continue;
+      if (*p == pc && q >= at && !next) next = q;
+      if (*p == pc && q < at) prev = q;
+      if (*p >= lo && *p <= hi && q >= at && !next_range) next_range = q;
+    }
+    ASSERT_EQ(index.NextPc(pc, at), next) << "at " << at;
+    ASSERT_EQ(index.PrevPc(pc, at), prev) << "at " << at;
+    ASSERT_EQ(index.NextPcInRange(lo, hi, at), next_range) << "at " << at;
+  }
 }
 
 }  // namespace

@@ -27,7 +27,8 @@ class RevenBytes {
   RevenBytes& U32(std::uint64_t v) { return Le(v, 4); }
   RevenBytes& U64(std::uint64_t v) { return Le(v, 8); }
   RevenBytes& Le(std::uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) bytes_.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+    for (int i = 0; i < n; ++i)
+      bytes_.push_back(i < 8 ? static_cast<std::uint8_t>(v >> (8 * i)) : 0);
     return *this;
   }
   RevenBytes& Str(std::string_view s) {

@@ -148,7 +148,18 @@ core::StopCondition TraceTarget::Condition(const std::atomic<bool>* interrupt) c
 }
 
 core::Status TraceTarget::MoveTo(core::Position p, std::optional<core::ThreadId> thread) {
-  BACKSTEP_RETURN_IF_ERROR(cursor_->Seek(p));
+  // NOTE: short moves step: a backward step undoes the cursor's journal
+  // (sub-microsecond), where Seek() replays from a keyframe each time
+  // (a `reverse-next` is thousands of `bs`, rsp.md §7).
+  const core::Position from = cursor_->position();
+  const std::uint64_t reach = trace_->index().keyframe_interval();
+  if (p < from && from - p <= reach) {
+    while (cursor_->position() > p) BACKSTEP_RETURN_IF_ERROR(cursor_->StepBackward());
+  } else if (p > from && p - from <= reach) {
+    while (cursor_->position() < p) BACKSTEP_RETURN_IF_ERROR(cursor_->StepForward());
+  } else {
+    BACKSTEP_RETURN_IF_ERROR(cursor_->Seek(p));
+  }
   stop_thread_ = thread;
   return core::Status::Ok();
 }

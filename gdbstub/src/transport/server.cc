@@ -125,9 +125,15 @@ core::Status Server::Impl::AddConnection(int in_fd, int out_fd, const std::strin
                                                      }
                                                    });
                                                  });
-  BACKSTEP_RETURN_IF_ERROR(connection->Start());
+  // Counted before it starts: its client may be served before this thread
+  // runs again.
   connections_.insert(connection);
   count_.store(connections_.size());
+  if (core::Status status = connection->Start(); !status.ok()) {
+    connections_.erase(connection);
+    count_.store(connections_.size());
+    return status;
+  }
   if (!busy_) busy_.emplace(io_.get_executor());
   if (log_) log_->Note(id, "connected from " + peer);
   Notice("client " + std::to_string(id) + " connected from " + peer);

@@ -1,5 +1,7 @@
 #include "formats/reven/reven_writer.h"
 
+#include <algorithm>
+
 #include "formats/reven/reven_format.h"
 
 namespace backstep::core {
@@ -50,8 +52,11 @@ void RevenWriter::Fail(std::string what) {
   if (status_.ok()) status_ = Status::InvalidArgument("RevenWriter: " + what);
 }
 
+// `bytes` is 1..8 for valid machines; an invalid PHY_SIZE written on
+// purpose (tests) is clamped here rather than overflowing `b`.
 void RevenWriter::AppendLe(std::uint64_t v, int bytes) {
   std::uint8_t b[8];
+  bytes = std::clamp(bytes, 0, 8);
   for (int i = 0; i < bytes; ++i) b[i] = static_cast<std::uint8_t>(v >> (8 * i));
   Append(b, static_cast<std::size_t>(bytes));
 }

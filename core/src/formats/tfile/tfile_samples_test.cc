@@ -5,7 +5,9 @@
 
 #include <map>
 
+#include "backstep/core/cursor.h"
 #include "backstep/core/format_registry.h"
+#include "backstep/core/trace.h"
 #include "formats/tfile/tfile_reader.h"
 #include "testing/tfile_fixtures.h"
 
@@ -217,6 +219,58 @@ TEST_F(TfileSampleTest, Stepping) {
       EXPECT_EQ(frames_[n].U64At(frames_[n].Reg("rbp") - 0x18), n / 5);  // a = i
     } else {
       EXPECT_TRUE(frames_[n].memory.empty());
+    }
+  }
+}
+
+// Through the index and a cursor: each position shows one frame alone.
+TEST(TfileSampleTraceTest, CursorSeesEachFrameAlone) {
+  auto trace = Trace::OpenWith(
+      []() -> Expected<std::unique_ptr<TraceReader>> {
+        BACKSTEP_ASSIGN_OR_RETURN(auto source, MapFile(SamplePath("work_amd64.tf")));
+        BACKSTEP_ASSIGN_OR_RETURN(auto reader, TfileReader::Open(source));
+        return std::unique_ptr<TraceReader>(std::move(reader));
+      },
+      "");
+  ASSERT_TRUE(trace.ok()) << trace.status().ToString();
+  EXPECT_EQ((*trace)->event_count(), 15u);
+  auto cursor = (*trace)->NewCursor();
+  ASSERT_TRUE(cursor.ok());
+  Cursor& c = **cursor;
+  auto counter = [&c]() -> std::optional<std::uint64_t> {
+    std::uint8_t out[8], known[8];
+    EXPECT_TRUE(c.ReadMemory(kCounter, out, known).ok());
+    std::uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) {
+      if (!known[i]) return std::nullopt;
+      v |= std::uint64_t{out[i]} << (8 * i);
+    }
+    return v;
+  };
+  const RegisterId rsp = *X86_64().Find("rsp");
+  // Position 0: before the first frame, nothing is known.
+  EXPECT_EQ(c.Pc(ThreadId(1)), std::nullopt);
+  EXPECT_EQ(counter(), std::nullopt);
+  for (std::uint64_t frame : {12u, 0u, 1u, 13u, 2u}) {  // in no particular order
+    SCOPED_TRACE("frame " + std::to_string(frame));
+    ASSERT_TRUE(c.Seek(Position(frame + 1)).ok());
+    auto regs = c.Registers(ThreadId(1));
+    ASSERT_TRUE(regs.ok());
+    switch (frame % 3) {
+      case 0:  // tracepoint 2: registers, counter
+        EXPECT_EQ(c.Pc(ThreadId(1)), 0x401132u);
+        EXPECT_EQ(counter(), frame == 12 ? 33u : 0u);
+        EXPECT_TRUE((*regs)->known(rsp));
+        break;
+      case 1:  // tracepoint 4: only the pc, no memory
+        EXPECT_EQ(c.Pc(ThreadId(1)), 0x40115fu);
+        EXPECT_EQ(counter(), std::nullopt);
+        EXPECT_FALSE((*regs)->known(rsp));
+        break;
+      case 2:  // tracepoint 3: registers, not the counter
+        EXPECT_EQ(c.Pc(ThreadId(1)), 0x4011e8u);
+        EXPECT_EQ(counter(), std::nullopt);
+        break;
     }
   }
 }

@@ -260,7 +260,8 @@ TEST(UsercornReaderTest, YmmSpregFillsXmmAndItsHighHalf) {
   o.w->EndFrame();
   auto r = OpenBytes(o.Finish());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  const RegisterFile& regs = (*r)->InitialRegisters()[0].second;
+  const auto threads = (*r)->InitialRegisters();
+  const RegisterFile& regs = threads.at(0).second;
   const ArchDescription& a = X86_64();
   EXPECT_EQ(HexBytes(regs.bytes(*a.Find("xmm0"))), "000102030405060708090a0b0c0d0e0f");
   EXPECT_EQ(HexBytes(regs.bytes(*a.Find("ymm0h"))), "101112131415161718191a1b1c1d1e1f");
