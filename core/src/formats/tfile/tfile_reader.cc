@@ -12,6 +12,7 @@ namespace {
 
 constexpr ThreadId kThread(1);  // a tfile has no threads
 constexpr std::size_t kMaxWarnings = 50;
+constexpr std::size_t kMaxListed = 200;  // tsvs and tracepoints in the properties
 
 std::string Join(const std::vector<std::string>& items, std::string_view sep) {
   std::string out;
@@ -134,13 +135,22 @@ void TfileReader::FillHeader(const TfileScan& scan) {
                                                  " frames: " + Join(numbers, ", ") +
                                                  (scan.static_frames.size() > 20 ? ", ..." : ""));
   }
-  for (const TfileTsv& tsv : defs_.tsvs) {
-    p.emplace_back("tsv " + std::to_string(tsv.number), DescribeTfileTsv(tsv));
+  // An exporter's file may define 32767 tracepoints: `info` shows the first
+  // ones; the typed API has them all.
+  for (std::size_t i = 0; i < defs_.tsvs.size() && i < kMaxListed; ++i) {
+    p.emplace_back("tsv " + std::to_string(defs_.tsvs[i].number), DescribeTfileTsv(defs_.tsvs[i]));
   }
-  for (std::size_t i = 0; i < defs_.tracepoints.size(); ++i) {
+  if (defs_.tsvs.size() > kMaxListed) {
+    p.emplace_back("tsv", std::to_string(defs_.tsvs.size() - kMaxListed) + " more");
+  }
+  for (std::size_t i = 0; i < defs_.tracepoints.size() && i < kMaxListed; ++i) {
     const TfileTracepoint& tp = defs_.tracepoints[i];
     p.emplace_back("tracepoint " + std::to_string(tp.number),
                    DescribeTfileTracepoint(tp, defs_.GdbLocalNumber(i)));
+  }
+  if (defs_.tracepoints.size() > kMaxListed) {
+    p.emplace_back("tracepoint",
+                   std::to_string(defs_.tracepoints.size() - kMaxListed) + " more locations");
   }
   for (std::size_t i = 0; i < defs_.warnings.size() && i < kMaxWarnings; ++i) {
     p.emplace_back("warning", defs_.warnings[i]);

@@ -24,7 +24,8 @@
 // `backstep info`: "register block", "register layout", "unmapped
 // registers", "trace status", "frames", one "tsv N" per variable ("$hits
 // initial 0"), one "tracepoint N" per location ("0x401132 enabled, step 0,
-// pass 0, hits 5, gdb number 1, collects: collect $regs; ..."), "warning"s.
+// pass 0, hits 5, gdb number 1, collects: collect $regs; ..."), the first
+// 200 of each, "warning"s (the first 50).
 //
 // Errors: Open() fails for a bad magic, a line of 1000+ characters, a
 // missing/zero/non-hex R size, definitions that never end (Corruption), or

@@ -203,6 +203,35 @@ TEST(TfileRoundTripTest, EveryLayout) {
   }
 }
 
+// An exporter's file: one tracepoint per pc, 32767 of them, one frame each.
+TEST(TfileRoundTripTest, ManyTracepoints) {
+  std::vector<TfileTracepoint> tps(0x7fff);
+  for (std::size_t i = 0; i < tps.size(); ++i) {
+    tps[i].number = static_cast<std::uint32_t>(tps.size() - i);  // descending: gdb keeps them
+    tps[i].address = 0x400000 + 4 * tps[i].number;
+    tps[i].defined = true;
+  }
+  std::vector<std::uint8_t> bytes;
+  auto w = TfileWriter::CreateInMemory(&bytes);
+  ASSERT_TRUE(w->WriteDefinitions({}, tps).ok());
+  for (int n = 1; n <= 0x7fff; ++n) {
+    w->BeginFrame(n);
+    ASSERT_TRUE(w->EndFrame().ok());
+  }
+  ASSERT_TRUE(w->Finish().ok());
+  auto reader = OpenBytes(bytes);
+  ASSERT_TRUE(reader);
+  ASSERT_EQ(reader->frame_count(), 0x7fffu);
+  for (std::uint64_t n = 0; n < reader->frame_count(); n += 999) {
+    ASSERT_NE(reader->FrameTracepoint(n), nullptr);
+    EXPECT_EQ(reader->FrameTracepoint(n)->address, 0x400000 + 4 * (n + 1));
+  }
+  EXPECT_EQ(reader->definitions().GdbLocalNumber(0), 0x7fff);  // = its target number
+  std::size_t listed = 0;
+  for (const auto& [k, v] : reader->header().properties) listed += k.starts_with("tracepoint");
+  EXPECT_EQ(listed, 201u);  // 200 and a "more" line
+}
+
 TEST(TfileRoundTripTest, LargeMemoryIsSplit) {
   std::vector<std::uint8_t> big(70000);
   for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<std::uint8_t>(i * 7);
