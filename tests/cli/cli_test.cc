@@ -22,7 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
+struct CliRun {
   int code = -1;
   std::string out, err;
 };
@@ -50,12 +50,12 @@ class CliTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
-  static Run Backstep(const std::string& args) {
+  static CliRun Backstep(const std::string& args) {
     fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
     std::string cmd = std::string(BACKSTEP_BIN) + " " + args + " >" + out.string() + " 2>" +
                       err.string() + " </dev/null";
     int status = std::system(cmd.c_str());
-    Run r;
+    CliRun r;
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     r.out = Slurp(out);
     r.err = Slurp(err);
@@ -139,7 +139,7 @@ testing::RevenGenInfo* CliTest::info_ = nullptr;
 
 TEST_F(CliTest, InfoDescribesTheTraceAndReusesTheIndex) {
   fs::remove(trace_ + ".bsidx");
-  Run first = Backstep("info " + trace_);
+  CliRun first = Backstep("info " + trace_);
   ASSERT_EQ(first.code, 0) << first.err;
   EXPECT_NE(first.out.find("format:        reven"), std::string::npos) << first.out;
   EXPECT_NE(first.out.find("architecture:  i386:x86-64"), std::string::npos) << first.out;
@@ -152,7 +152,7 @@ TEST_F(CliTest, InfoDescribesTheTraceAndReusesTheIndex) {
   EXPECT_NE(first.out.find("cpuid_max_phy_addr"), std::string::npos) << first.out;
   EXPECT_TRUE(first.err.empty()) << first.err;  // no progress bar off a terminal
 
-  Run second = Backstep("info " + trace_);
+  CliRun second = Backstep("info " + trace_);
   ASSERT_EQ(second.code, 0) << second.err;
   EXPECT_NE(second.out.find("up to date (reused)"), std::string::npos) << second.out;
 }
@@ -160,7 +160,7 @@ TEST_F(CliTest, InfoDescribesTheTraceAndReusesTheIndex) {
 TEST_F(CliTest, StaleIndexIsRebuilt) {
   ASSERT_EQ(Backstep("index " + trace_).code, 0);
   fs::last_write_time(trace_, fs::last_write_time(trace_) + std::chrono::seconds(5));
-  Run r = Backstep("info " + trace_);
+  CliRun r = Backstep("info " + trace_);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("built now (stale"), std::string::npos) << r.out;
 }
@@ -178,14 +178,14 @@ TEST_F(CliTest, CorruptIndexIsRebuiltNotTrusted) {
     c = static_cast<char>(c ^ 0x5a);
     f.write(&c, 1);
   }
-  Run r = Backstep("info " + trace_);
+  CliRun r = Backstep("info " + trace_);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("built now (corrupt"), std::string::npos) << r.out;
   fs::resize_file(idx, size / 3);
   r = Backstep("info " + trace_);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.find("up to date"), std::string::npos) << r.out;
-  Run again = Backstep("index --force " + trace_);
+  CliRun again = Backstep("index --force " + trace_);
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_NE(again.out.find("built"), std::string::npos) << again.out;
 }
@@ -194,7 +194,7 @@ TEST_F(CliTest, DumpRegistersMatchANaiveReplay) {
   const std::uint64_t n = info_->events;
   for (std::uint64_t p : {std::uint64_t(0), std::uint64_t(1), std::uint64_t(4095),
                           std::uint64_t(4096), std::uint64_t(4097), n / 2 + 3, n - 1, n}) {
-    Run r = Backstep("dump " + trace_ + " --at " + std::to_string(p) + " --regs");
+    CliRun r = Backstep("dump " + trace_ + " --at " + std::to_string(p) + " --regs");
     ASSERT_EQ(r.code, 0) << r.err;
     auto got = ParseRegisters(r.out);
     auto want = Replay(trace_, p).regs;
@@ -217,7 +217,7 @@ TEST_F(CliTest, DumpMemoryVirtualAndPhysicalMatchTheReplay) {
   ASSERT_TRUE(reader.ok());
   for (std::uint64_t p : {std::uint64_t(0), std::uint64_t(777), info_->events}) {
     auto replay = Replay(trace_, p);
-    Run r = Backstep("dump " + trace_ + " --at " + std::to_string(p) + " --mem " +
+    CliRun r = Backstep("dump " + trace_ + " --at " + std::to_string(p) + " --mem " +
                      std::to_string(stack) + " 64");
     ASSERT_EQ(r.code, 0) << r.err;
     auto got = ParseDump(r.out);
@@ -236,7 +236,7 @@ TEST_F(CliTest, DumpMemoryVirtualAndPhysicalMatchTheReplay) {
       EXPECT_EQ(got[i], want) << "byte " << i << " at position " << p;
     }
     auto pa0 = *info_->Translate(stack);
-    Run phys = Backstep("dump " + trace_ + " --at " + std::to_string(p) + " --phys --mem " +
+    CliRun phys = Backstep("dump " + trace_ + " --at " + std::to_string(p) + " --phys --mem " +
                         std::to_string(pa0) + " 16");
     ASSERT_EQ(phys.code, 0) << phys.err;
     auto pgot = ParseDump(phys.out);
@@ -248,12 +248,12 @@ TEST_F(CliTest, DumpMemoryVirtualAndPhysicalMatchTheReplay) {
 }
 
 TEST_F(CliTest, BadPositionsAndUsageAreReported) {
-  Run past = Backstep("dump " + trace_ + " --at " + std::to_string(info_->events + 1));
+  CliRun past = Backstep("dump " + trace_ + " --at " + std::to_string(info_->events + 1));
   EXPECT_EQ(past.code, 1);
   EXPECT_NE(past.err.find("past the end"), std::string::npos) << past.err;
-  Run garbage = Backstep("dump " + trace_ + " --at banana");
+  CliRun garbage = Backstep("dump " + trace_ + " --at banana");
   EXPECT_EQ(garbage.code, 2);
-  Run no_at = Backstep("dump " + trace_);
+  CliRun no_at = Backstep("dump " + trace_);
   EXPECT_EQ(no_at.code, 2);
   EXPECT_EQ(Backstep("frobnicate").code, 2);
   EXPECT_EQ(Backstep("info " + trace_ + " --bogus").code, 2);
@@ -262,7 +262,7 @@ TEST_F(CliTest, BadPositionsAndUsageAreReported) {
 TEST_F(CliTest, UnknownAndTruncatedFilesGiveOneClearLine) {
   std::string junk = (dir_ / "junk.dat").string();
   std::ofstream(junk) << "this is not a trace at all";
-  Run r = Backstep("info " + junk);
+  CliRun r = Backstep("info " + junk);
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find(junk), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("unknown trace format"), std::string::npos) << r.err;
@@ -273,7 +273,7 @@ TEST_F(CliTest, UnknownAndTruncatedFilesGiveOneClearLine) {
   for (std::size_t cut : {std::size_t(20), std::size_t(3700), whole.size() - 100}) {
     std::string truncated = (dir_ / ("cut" + std::to_string(cut) + ".bin")).string();
     std::ofstream(truncated, std::ios::binary).write(whole.data(), static_cast<long>(cut));
-    Run t = Backstep("info " + truncated);
+    CliRun t = Backstep("info " + truncated);
     EXPECT_EQ(t.code, 1) << "cut at " << cut << ": " << t.out;
     EXPECT_NE(t.err.find(truncated), std::string::npos) << t.err;
     EXPECT_NE(t.err.find("offset"), std::string::npos) << t.err;
@@ -283,16 +283,16 @@ TEST_F(CliTest, UnknownAndTruncatedFilesGiveOneClearLine) {
 
 TEST_F(CliTest, ConvertRoundTripKeepsTheState) {
   std::string out = (dir_ / "converted.bin").string();
-  Run c = Backstep("convert " + trace_ + " -o " + out + " --to reven");
+  CliRun c = Backstep("convert " + trace_ + " -o " + out + " --to reven");
   ASSERT_EQ(c.code, 0) << c.err;
   EXPECT_NE(c.out.find(std::to_string(info_->events) + " events"), std::string::npos) << c.out;
   for (std::uint64_t p : {std::uint64_t(0), std::uint64_t(4321), info_->events}) {
-    Run a = Backstep("dump " + trace_ + " --at " + std::to_string(p) + " --regs");
-    Run b = Backstep("dump " + out + " --at " + std::to_string(p) + " --regs");
+    CliRun a = Backstep("dump " + trace_ + " --at " + std::to_string(p) + " --regs");
+    CliRun b = Backstep("dump " + out + " --at " + std::to_string(p) + " --regs");
     ASSERT_EQ(b.code, 0) << b.err;
     EXPECT_EQ(ParseRegisters(a.out), ParseRegisters(b.out)) << "position " << p;
   }
-  Run self = Backstep("convert " + trace_ + " -o " + trace_ + " --to reven");
+  CliRun self = Backstep("convert " + trace_ + " -o " + trace_ + " --to reven");
   EXPECT_EQ(self.code, 1);
   EXPECT_NE(self.err.find("refusing to overwrite"), std::string::npos) << self.err;
   EXPECT_EQ(Backstep("convert " + trace_ + " -o " + out + " --to nonsense").code, 2);
