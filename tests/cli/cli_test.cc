@@ -218,7 +218,7 @@ TEST_F(CliTest, DumpMemoryVirtualAndPhysicalMatchTheReplay) {
   for (std::uint64_t p : {std::uint64_t(0), std::uint64_t(777), info_->events}) {
     auto replay = Replay(trace_, p);
     CliRun r = Backstep("dump " + trace_ + " --at " + std::to_string(p) + " --mem " +
-                     std::to_string(stack) + " 64");
+                        std::to_string(stack) + " 64");
     ASSERT_EQ(r.code, 0) << r.err;
     auto got = ParseDump(r.out);
     ASSERT_EQ(got.size(), 64u) << r.out;
@@ -237,7 +237,7 @@ TEST_F(CliTest, DumpMemoryVirtualAndPhysicalMatchTheReplay) {
     }
     auto pa0 = *info_->Translate(stack);
     CliRun phys = Backstep("dump " + trace_ + " --at " + std::to_string(p) + " --phys --mem " +
-                        std::to_string(pa0) + " 16");
+                           std::to_string(pa0) + " 16");
     ASSERT_EQ(phys.code, 0) << phys.err;
     auto pgot = ParseDump(phys.out);
     ASSERT_EQ(pgot.size(), 16u);
@@ -290,7 +290,14 @@ TEST_F(CliTest, ConvertRoundTripKeepsTheState) {
     CliRun a = Backstep("dump " + trace_ + " --at " + std::to_string(p) + " --regs");
     CliRun b = Backstep("dump " + out + " --at " + std::to_string(p) + " --regs");
     ASSERT_EQ(b.code, 0) << b.err;
-    EXPECT_EQ(ParseRegisters(a.out), ParseRegisters(b.out)) << "position " << p;
+    // REVEN has no "unknown" register: a register the source does not know
+    // (fiseg, foseg) is written as 0 and listed in the file's tool_info
+    // (core/doc/formats/reven.md). Every known register must survive.
+    auto want = ParseRegisters(a.out), got = ParseRegisters(b.out);
+    ASSERT_EQ(want.size(), got.size());
+    for (const auto& [name, value] : want) {
+      if (value != "<unknown>") EXPECT_EQ(got[name], value) << name << " at position " << p;
+    }
   }
   CliRun self = Backstep("convert " + trace_ + " -o " + trace_ + " --to reven");
   EXPECT_EQ(self.code, 1);
