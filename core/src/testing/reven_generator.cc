@@ -162,6 +162,7 @@ RevenWriterOptions WriterOptions(const RevenGenOptions& opts) {
   RevenWriterOptions w;
   w.metadata.tool_name = "panda";
   w.metadata.tool_version = "1.0.0";
+  w.metadata.generation_date = 1700000000;  // fixed: generated files are reproducible
   w.metadata.tool_info = "backstep synthetic generator, seed " + std::to_string(opts.seed) +
                          " - using rvnbintrace 1.0.1";
   w.patch_event_count = opts.patch_event_count;

@@ -19,9 +19,11 @@
 // (an interrupt handler's iret at `far_pc`, late in the trace), and one
 // heap byte range written exactly once (`once_*`), also late.
 //
-// Cost: streaming, a few hundred bytes of state per page of physical memory
-// (8 MiB of image); about 10^7 events per few seconds. The file is written
-// atomically.
+// Cost: streaming; memory is the 8 MiB physical image plus the cache points
+// (each holds the pages dirtied since the previous one). About 10^7 events
+// in 2 seconds, 16 bytes per event on disk. Files are written atomically
+// and are reproducible: same options, same bytes. The generator's state
+// lives in reven_gen_cpu.h (internal).
 //
 // Thread-safety: pure functions.
 #pragma once

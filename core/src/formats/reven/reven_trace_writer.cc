@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <ctime>
 
 #include "formats/reven/reven_format.h"
 #include "formats/reven/reven_registers.h"
@@ -111,6 +112,7 @@ Status RevenTraceWriter::Begin(
   RevenWriterOptions options;
   options.metadata.tool_name = "backstep";
   options.metadata.tool_info = "backstep convert";
+  options.metadata.generation_date = static_cast<std::uint64_t>(std::time(nullptr));
   if (!unknown.empty()) {
     options.metadata.tool_info += "; unknown at position 0, written as 0: " + unknown;
     options.metadata.tool_info.resize(
