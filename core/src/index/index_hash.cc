@@ -28,6 +28,7 @@ Hash64::Hash64(std::uint64_t seed)
     : v_{seed + kP1 + kP2, seed + kP2, seed, seed - kP1}, seed_(seed) {}
 
 void Hash64::Update(std::span<const std::uint8_t> bytes) {
+  if (bytes.empty()) return;  // memcpy from an empty span's null data() is undefined
   const std::uint8_t* p = bytes.data();
   std::size_t n = bytes.size();
   total_ += n;
