@@ -16,7 +16,7 @@ Commands:
   dump TRACE --at N [--regs] [--mem ADDR LEN]... [--phys] [--thread T]
                                   state at position N (0 = before the first event;
                                   N may also be "end" or a percentage like 50%)
-  convert IN -o OUT --to FORMAT   write IN in another format (formats: reven)
+  convert IN -o OUT --to FORMAT   write IN in another format (formats: reven, usercorn, tfile)
   serve TRACE [--port N | --stdio] [--listen ADDR] [--exe PATH] [--log FILE]
                                   serve TRACE to gdb and LLDB (GDB remote protocol) on
                                   127.0.0.1:1234 (--port 0: a free port, printed on stderr),

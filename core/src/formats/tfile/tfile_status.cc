@@ -122,9 +122,13 @@ std::string DescribeTfileTsv(const TfileTsv& tsv) {
 }
 
 std::string DescribeTfileTracepoint(const TfileTracepoint& tp, int gdb_number) {
-  std::string out = HexU64(tp.address) + (tp.enabled ? " enabled" : " disabled");
-  if (!tp.defined) out = HexU64(tp.address) + " (no definition line)";
-  out += ", step " + std::to_string(tp.step_count) + ", pass " + std::to_string(tp.pass_count);
+  std::string out = HexU64(tp.address);
+  if (tp.defined) {
+    out += std::string(tp.enabled ? " enabled" : " disabled") + ", step " +
+           std::to_string(tp.step_count) + ", pass " + std::to_string(tp.pass_count);
+  } else {
+    out += " (no definition line)";
+  }
   if (tp.hits) out += ", hits " + std::to_string(*tp.hits);
   out += ", gdb number " + std::to_string(gdb_number);
   if (tp.fast_size) out += ", fast";
