@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "formats/reven/reven_reader.h"
+#include "testing/reader_probes.h"
 
 namespace {
 
@@ -20,16 +21,6 @@ using backstep::core::RevenReader;
 
 constexpr int kMaxEvents = 20000;
 
-void ReadMemory(const RevenReader& reader) {
-  std::vector<std::uint8_t> out(64), known(64);
-  reader.ReadInitialMemory(0, out, known);
-  reader.ReadInitialMemory(~Address{0} - 31, out, known);
-  for (const auto& region : reader.header().regions) {
-    reader.ReadInitialMemory(region.start - 32, out, known);
-    reader.ReadInitialMemory(region.start + region.size - 32, out, known);
-  }
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -37,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       backstep::core::MemorySource(std::vector<std::uint8_t>(data, data + size), "fuzz.bin"));
   if (!opened.ok()) return 0;
   RevenReader& reader = **opened;
-  ReadMemory(reader);
+  backstep::core::testing::ProbeInitialMemory(reader);
   auto threads = reader.InitialRegisters();
   RegisterFile& regs = threads.at(0).second;
   const auto first = reader.Tell();

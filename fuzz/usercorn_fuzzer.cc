@@ -19,6 +19,7 @@
 
 #include "formats/usercorn/crc32c.h"
 #include "formats/usercorn/usercorn_reader.h"
+#include "testing/reader_probes.h"
 
 namespace {
 
@@ -29,16 +30,6 @@ using backstep::core::RegisterFile;
 using backstep::core::UsercornReader;
 
 constexpr int kMaxEvents = 20000;
-
-void ReadMemory(const UsercornReader& reader) {
-  std::vector<std::uint8_t> out(64), known(64);
-  reader.ReadInitialMemory(0, out, known);
-  reader.ReadInitialMemory(~Address{0} - 31, out, known);
-  for (const auto& region : reader.header().regions) {
-    reader.ReadInitialMemory(region.start - 32, out, known);
-    reader.ReadInitialMemory(region.start + region.size - 32, out, known);
-  }
-}
 
 // Rewrites the CRC of every data chunk after the 74-byte header. Returns
 // false if nothing changed.
@@ -93,7 +84,7 @@ void Exercise(std::vector<std::uint8_t> bytes) {
   auto opened = UsercornReader::Open(backstep::core::MemorySource(std::move(bytes), "fuzz.ucir"));
   if (!opened.ok()) return;
   UsercornReader& reader = **opened;
-  ReadMemory(reader);
+  backstep::core::testing::ProbeInitialMemory(reader);
   auto threads = reader.InitialRegisters();
   RegisterFile regs(backstep::core::X86_64());
   if (!threads.empty()) regs = threads[0].second;
