@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "backstep/core/format_registry.h"
+#include "backstep/core/trace_writer.h"
 #include "cli/cli.h"
 
 namespace backstep::cli {
@@ -45,39 +46,11 @@ int RunConvert(Args& args) {
   if (!reader.ok()) return Fail(reader.status());
   auto writer = format->create_writer(*out);
   if (!writer.ok()) return Fail(writer.status());
-  core::TraceReader& r = **reader;
-  core::Status s =
-      (*writer)->Begin(r.header(), r.InitialRegisters(),
-                       [&r](core::Address a, std::span<std::uint8_t> o, std::span<std::uint8_t> k) {
-                         r.ReadInitialMemory(a, o, k);
-                       });
-  if (!s.ok()) return Fail(s.Annotate(*out));
-
-  core::ProgressFn progress = TerminalProgress();
-  std::uint64_t total = r.header().declared_events.value_or(0);
-  std::uint64_t count = 0;
-  core::Event event;
-  while (true) {
-    auto more = r.Next(&event);
-    if (!more.ok()) {
-      FinishProgress();
-      return Fail(more.status());
-    }
-    if (!*more) break;
-    if (s = (*writer)->Append(event); !s.ok()) {
-      FinishProgress();
-      return Fail(s.Annotate(*out));
-    }
-    if (++count % 65536 == 0 && !progress("converting", count, total)) {
-      FinishProgress();
-      return Fail(core::Status::Interrupted(*out + ": interrupted; nothing was written"));
-    }
-  }
-  progress("converting", count, total);
+  auto count = core::ConvertTrace(**reader, **writer, *out, TerminalProgress());
   FinishProgress();
-  if (s = (*writer)->Finish(); !s.ok()) return Fail(s.Annotate(*out));
+  if (!count.ok()) return Fail(count.status());
   std::printf("%s: %llu events written as %s\n", out->c_str(),
-              static_cast<unsigned long long>(count), format->name.data());
+              static_cast<unsigned long long>(*count), format->name.data());
   return 0;
 }
 

@@ -23,16 +23,24 @@ std::string RegisterText(std::span<const std::uint8_t> bytes) {
   return out;
 }
 
+// Every register of gdb's set, known or not; system registers (control,
+// MSRs, ...) only when known, since most formats never record them.
 void PrintRegisters(const core::RegisterFile& regs) {
   const core::ArchDescription& arch = regs.arch();
   std::vector<std::uint8_t> buf;
+  std::size_t hidden = 0;
   for (std::size_t id = 0; id < arch.register_count(); ++id) {
     const core::RegisterInfo& info = arch.info(static_cast<core::RegisterId>(id));
     buf.assign(info.size, 0);
     bool known = regs.Read(static_cast<core::RegisterId>(id), buf);
+    if (!known && info.gdb_regnum < 0) {
+      ++hidden;
+      continue;
+    }
     std::printf("%-14.*s %s\n", static_cast<int>(info.name.size()), info.name.data(),
                 known ? RegisterText(buf).c_str() : "<unknown>");
   }
+  if (hidden > 0) std::printf("# %zu system registers unknown, not shown\n", hidden);
 }
 
 // Hex dump, 16 bytes a line, "??" for unknown bytes.

@@ -13,7 +13,11 @@ Reply HandleMonitorCommand(Session& session, std::string_view args) {
   auto command = ParseMonitorCommand(args);
   if (!command) return Reply::BadArguments("qRcmd: malformed hex");
   auto output = session.target().monitor_commands()->RunMonitorCommand(*command);
-  if (!output.ok()) return Reply::FromStatus(output.status());
+  // gdb prints only "Protocol error with Rcmd" for an error reply: the
+  // reason goes to the console first.
+  if (!output.ok()) {
+    return Reply::FromStatus(output.status()).WithConsole(output.status().message() + "\n");
+  }
   return Reply::Ok().WithConsole(std::move(*output));
 }
 

@@ -13,10 +13,13 @@
 
 #include <functional>
 #include <span>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "backstep/core/event.h"
+#include "backstep/core/expected.h"
+#include "backstep/core/progress.h"
 #include "backstep/core/status.h"
 #include "backstep/core/trace_reader.h"
 
@@ -39,5 +42,14 @@ class TraceWriter {
   // Completes the file and renames it into place.
   virtual Status Finish() = 0;
 };
+
+// Streams every event of `in` (from its current position) into `out`:
+// Begin, Append per event, Finish. Returns the number of events written.
+// `progress` (optional) is called with phase "converting" every 65536 events
+// and at the end; returning false stops with Interrupted, and `out`, never
+// finished, leaves nothing behind. Errors of `in` are returned as they are
+// (they name the input); errors of `out` are annotated with `out_name`.
+Expected<std::uint64_t> ConvertTrace(TraceReader& in, TraceWriter& out, std::string_view out_name,
+                                     const ProgressFn& progress = {});
 
 }  // namespace backstep::core

@@ -35,18 +35,7 @@ Status Convert(const testing::FakeTrace& trace, const std::string& path) {
   const FormatInfo* reven = FindFormat("reven");
   if (reven == nullptr || !reven->create_writer) return Status::NotFound("no reven writer");
   BACKSTEP_ASSIGN_OR_RETURN(auto writer, reven->create_writer(path));
-  BACKSTEP_RETURN_IF_ERROR(
-      writer->Begin(in.header(), in.InitialRegisters(),
-                    [&](Address a, std::span<std::uint8_t> out, std::span<std::uint8_t> known) {
-                      in.ReadInitialMemory(a, out, known);
-                    }));
-  Event e;
-  for (;;) {
-    BACKSTEP_ASSIGN_OR_RETURN(bool more, in.Next(&e));
-    if (!more) break;
-    BACKSTEP_RETURN_IF_ERROR(writer->Append(e));
-  }
-  return writer->Finish();
+  return ConvertTrace(in, *writer, path).status();
 }
 
 TEST(RevenTraceWriterTest, ConvertedFakeTraceReplaysToTheSameStates) {
@@ -115,8 +104,8 @@ TEST(RevenTraceWriterTest, RefusesWhatRevenCannotHold) {
   const std::string path = TempPath("refused.bin");
   Status virt = Convert(testing::GenerateFakeTrace(o), path);
   EXPECT_TRUE(virt.IsUnsupported());
-  EXPECT_EQ(virt.message(),
-            "REVEN traces hold physical memory; converting a virtual-memory trace is not "
+  EXPECT_EQ(virt.message(), path +
+                                 ": REVEN traces hold physical memory; converting a virtual-memory trace is not "
             "supported");
   o.address_kind = AddressKind::kPhysical;
   o.threads = 2;

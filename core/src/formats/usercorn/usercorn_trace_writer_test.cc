@@ -30,18 +30,7 @@ Status Convert(TraceReader& in, const std::string& path) {
   const FormatInfo* usercorn = FindFormat("usercorn");
   if (usercorn == nullptr || !usercorn->create_writer) return Status::NotFound("no writer");
   BACKSTEP_ASSIGN_OR_RETURN(auto writer, usercorn->create_writer(path));
-  BACKSTEP_RETURN_IF_ERROR(
-      writer->Begin(in.header(), in.InitialRegisters(),
-                    [&](Address a, std::span<std::uint8_t> out, std::span<std::uint8_t> known) {
-                      in.ReadInitialMemory(a, out, known);
-                    }));
-  Event e;
-  for (;;) {
-    BACKSTEP_ASSIGN_OR_RETURN(bool more, in.Next(&e));
-    if (!more) break;
-    BACKSTEP_RETURN_IF_ERROR(writer->Append(e));
-  }
-  return writer->Finish();
+  return ConvertTrace(in, *writer, path).status();
 }
 
 // Registers usercorn carries (alone or as the high half of YMMn), and rip.

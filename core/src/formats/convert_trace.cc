@@ -1,0 +1,31 @@
+#include <string>
+
+#include "backstep/core/trace_writer.h"
+
+namespace backstep::core {
+
+Expected<std::uint64_t> ConvertTrace(TraceReader& in, TraceWriter& out, std::string_view out_name,
+                                     const ProgressFn& progress) {
+  auto named = [out_name](Status s) { return s.ok() ? s : s.Annotate(out_name); };
+  BACKSTEP_RETURN_IF_ERROR(named(
+      out.Begin(in.header(), in.InitialRegisters(),
+                [&in](Address a, std::span<std::uint8_t> bytes, std::span<std::uint8_t> known) {
+                  in.ReadInitialMemory(a, bytes, known);
+                })));
+  const std::uint64_t total = in.header().declared_events.value_or(0);
+  std::uint64_t count = 0;
+  Event event;
+  while (true) {
+    BACKSTEP_ASSIGN_OR_RETURN(bool more, in.Next(&event));
+    if (!more) break;
+    BACKSTEP_RETURN_IF_ERROR(named(out.Append(event)));
+    if (++count % 65536 == 0 && progress && !progress("converting", count, total)) {
+      return Status::Interrupted(std::string(out_name) + ": interrupted; nothing was written");
+    }
+  }
+  if (progress) progress("converting", count, total);
+  BACKSTEP_RETURN_IF_ERROR(named(out.Finish()));
+  return count;
+}
+
+}  // namespace backstep::core
