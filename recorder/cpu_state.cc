@@ -56,7 +56,10 @@ CpuLayout::CpuLayout() {
     add(n);
   }
   gpr_count_ = ids_.size();
-  for (const char* n : {"fctrl", "fstat", "ftag", "mxcsr"}) add(n);
+  for (const char* n :
+       {"fctrl", "fstat", "ftag", "mxcsr", "fop", "fioff", "fiseg", "fooff", "foseg"}) {
+    add(n);
+  }
   for (int i = 0; i < 8; ++i) add("fpr" + std::to_string(i));
   for (int i = 0; i < 16; ++i) add("xmm" + std::to_string(i));
   unsigned a = 0, b = 0, c = 0, d = 0;
@@ -93,6 +96,16 @@ void CpuLayout::CollectFp(std::span<const std::uint8_t> x,
   ++s;
   Put(out[s], ids_[s], &x[24], 4);  // mxcsr
   ++s;
+  // The last x87 instruction: its opcode (11 bits), then in the 64-bit
+  // layout the instruction and operand pointers as u64, which gdb splits
+  // into offset (low half) and "segment" (high half) registers.
+  const std::uint32_t fop = (x[6] | (x[7] << 8)) & 0x7ff;
+  Put(out[s], ids_[s], &fop, 4);
+  ++s;
+  for (int at : {8, 12, 16, 20}) {  // fioff, fiseg, fooff, foseg
+    Put(out[s], ids_[s], &x[at], 4);
+    ++s;
+  }
   const unsigned top = (fsw >> 11) & 7;
   for (unsigned phys = 0; phys < 8; ++phys, ++s) {
     Put(out[s], ids_[s], &x[32 + 16 * ((phys - top) & 7)], 10);

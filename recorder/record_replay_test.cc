@@ -222,6 +222,9 @@ void CompareRegisters(const Live& live, const Replay& replay, std::uint64_t k, b
   ASSERT_EQ(replay.U64("fctrl"), f.cwd) << "fctrl at position " << k;
   ASSERT_EQ(replay.U64("fstat"), f.swd) << "fstat at position " << k;
   ASSERT_EQ(replay.U64("mxcsr"), f.mxcsr) << "mxcsr at position " << k;
+  ASSERT_EQ(replay.U64("fop"), f.fop & 0x7ffu) << "fop at position " << k;
+  ASSERT_EQ(replay.U64("fioff") | replay.U64("fiseg") << 32, f.rip) << "fip at position " << k;
+  ASSERT_EQ(replay.U64("fooff") | replay.U64("foseg") << 32, f.rdp) << "fdp at position " << k;
   for (int i = 0; i < 16; ++i) {
     const RegisterId id = *core::X86_64().Find("xmm" + std::to_string(i));
     ASSERT_TRUE(replay.regs.known(id));
@@ -345,7 +348,7 @@ std::vector<std::string> Programs() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Programs, RecordReplay, ::testing::ValuesIn(Programs()),
-                         [](const auto& info) { return info.param; });
+                         [](const auto& p) { return p.param; });
 
 }  // namespace
 }  // namespace backstep::record

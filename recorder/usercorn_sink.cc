@@ -1,5 +1,6 @@
 #include "recorder/usercorn_sink.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "formats/usercorn/usercorn_registers.h"
@@ -64,6 +65,7 @@ void UsercornSink::Convert(std::span<const core::RegisterWrite> registers, bool 
   regs_.clear();
   special_.clear();
   bool ymm_dirty[16] = {};
+  std::vector<std::uint16_t> split_dirty;
   for (const core::RegisterWrite& r : registers) {
     const std::uint16_t size = x86.info(r.reg).size;
     for (int i = 0; i < 16; ++i) {
@@ -72,6 +74,19 @@ void UsercornSink::Convert(std::span<const core::RegisterWrite> registers, bool 
         std::memcpy(ymm_[i].data() + 16, r.value, 16);
         ymm_dirty[i] = true;
       }
+    }
+    if (const std::uint16_t pair = arch.SplitU64Of(r.reg); pair != core::kNoUnicornRegister) {
+      // Half of a u64 REG (FIP = fioff + fiseg): update that half, send both.
+      std::uint64_t& value = split_[pair];
+      const unsigned shift = arch.UnicornOf(r.reg) == pair ? 0 : 8 * x86.info(arch.Find(pair)).size;
+      const std::uint64_t mask = ((std::uint64_t(1) << (8 * size)) - 1) << shift;
+      std::uint64_t half = 0;
+      std::memcpy(&half, r.value, size);
+      value = (value & ~mask) | (half << shift);
+      if (std::find(split_dirty.begin(), split_dirty.end(), pair) == split_dirty.end()) {
+        split_dirty.push_back(pair);
+      }
+      continue;
     }
     const std::uint16_t unicorn = arch.UnicornOf(r.reg);
     if (unicorn == core::kNoUnicornRegister) continue;
@@ -84,6 +99,7 @@ void UsercornSink::Convert(std::span<const core::RegisterWrite> registers, bool 
       special_.emplace_back(unicorn, std::vector<std::uint8_t>(r.value, r.value + size));
     }
   }
+  for (std::uint16_t pair : split_dirty) regs_.push_back({pair, split_[pair]});
   for (int i = 0; i < 16; ++i) {
     if (!ymm_dirty[i]) continue;
     special_.emplace_back(static_cast<std::uint16_t>(kUnicornYmm0 + i),

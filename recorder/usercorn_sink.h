@@ -4,7 +4,9 @@
 // Registers go out by their Unicorn enum (usercorn_registers.h): values of
 // at most 8 bytes as REG, wider ones (xmm, x87 fpr) as SPREG. ymmNh, which
 // Unicorn has no enum for, goes out as SPREG of UC_X86_REG_YMMn (154 + n)
-// with the full 32 bytes (xmmN low, ymmNh high). Registers the reader's
+// with the full 32 bytes (xmmN low, ymmNh high); fioff/fiseg and
+// fooff/foseg go out as one u64 REG of UC_X86_REG_FIP / _FDP (offset low,
+// "segment" high: gdb's split of the 64-bit pointers). Registers the reader's
 // table does not know are skipped by the reader, never misread.
 // Tracked registers (the GPRs) appear in the keyframe only when non-zero,
 // as usercorn's tracer does; the others whenever known.
@@ -19,6 +21,7 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -54,6 +57,7 @@ class UsercornSink final : public RecordingSink {
   std::vector<Reg> regs_;
   std::vector<std::pair<std::uint16_t, std::vector<std::uint8_t>>> special_;
   std::array<std::array<std::uint8_t, 32>, 16> ymm_{};  // current xmmN | ymmNh
+  std::map<std::uint16_t, std::uint64_t> split_;        // current FIP, FDP (both halves)
   bool finished_ = false;
 };
 

@@ -1,8 +1,10 @@
-// Recorder test program: a loop, a global counter, calls, the stack.
+// Recorder test program: a loop, a global counter, calls, the stack, and
+// x87 arithmetic (long double) for the x87 state.
 #include <stdio.h>
 
 volatile long counter;
 long table[64];
+volatile long double scale = 1.0L;
 
 static long square(long x) { return x * x; }
 
@@ -18,7 +20,10 @@ __attribute__((noinline)) long accumulate(int n) {
 
 int main(void) {
   long total = 0;
-  for (int round = 0; round < 20; ++round) total += accumulate(100 + round);
-  printf("%ld %ld\n", total, counter);
+  for (int round = 0; round < 20; ++round) {
+    total += accumulate(100 + round);
+    scale *= 1.25L;
+  }
+  printf("%ld %ld %.3Lf\n", total, counter, scale);
   return (int)(total & 1);
 }

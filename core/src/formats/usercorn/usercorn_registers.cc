@@ -59,6 +59,11 @@ constexpr UnicornRegister kX86_64[] = {
     {31, "fstat", false},
     {247, "ftag", false},
     {249, "mxcsr", false},
+    // The last x87 instruction (backstep record): FOP, and FIP/FDP as u64
+    // REGs whose halves are gdb's fioff/fiseg and fooff/foseg.
+    {258, "fop", false},
+    {254, "fioff", false, "fiseg"},
+    {256, "fooff", false, "foseg"},
     {82, "fpr0", false},
     {83, "fpr1", false},
     {84, "fpr2", false},
@@ -96,6 +101,7 @@ UsercornArch::UsercornArch(std::string_view name, const ArchDescription& arch,
                            std::uint16_t pc_enum, std::span<const UnicornRegister> table)
     : name_(name), arch_(&arch), pc_enum_(pc_enum) {
   by_register_.assign(arch.register_count(), kNoUnicornRegister);
+  wide_of_high_.assign(arch.register_count(), kNoUnicornRegister);
   for (const UnicornRegister& r : table) {
     const std::optional<RegisterId> id = arch.Find(r.name);
     assert(id.has_value() && "usercorn register table names an unknown register");
@@ -109,10 +115,19 @@ UsercornArch::UsercornArch(std::string_view name, const ArchDescription& arch,
       const std::optional<RegisterId> high = arch.Find(r.high);
       assert(high.has_value() && "usercorn register table names an unknown register");
       if (high) high_[r.unicorn] = *high;
+      if (high) wide_of_high_[*high] = r.unicorn;
     }
     if (by_register_[*id] == kNoUnicornRegister) by_register_[*id] = r.unicorn;
     if (r.tracked) tracked_.push_back(*id);
   }
+}
+
+std::uint16_t UsercornArch::SplitU64Of(RegisterId id) const {
+  const std::uint16_t own = UnicornOf(id);
+  const std::uint16_t e = own != kNoUnicornRegister ? own : WideOf(id);
+  const RegisterId low = Find(e), high = FindHigh(e);
+  if (low == kNoRegister || high == kNoRegister) return kNoUnicornRegister;
+  return arch_->info(low).size + arch_->info(high).size <= 8 ? e : kNoUnicornRegister;
 }
 
 bool UsercornArch::IsTracked(RegisterId id) const {

@@ -37,7 +37,8 @@ struct UnicornRegister {
   std::string_view name;      // canonical name in the ArchDescription
   bool tracked = false;
   // A wide register stored as two: the bytes past `name`'s size go to
-  // `high` (x86_64 YMMn: xmmN + ymmNh). Empty for the others.
+  // `high` (x86_64 YMMn: xmmN + ymmNh; FIP, a u64: fioff + fiseg). Empty
+  // for the others.
   std::string_view high = {};
 };
 
@@ -61,6 +62,15 @@ class UsercornArch {
   RegisterId FindHigh(std::uint16_t unicorn) const {
     return unicorn < high_.size() ? high_[unicorn] : kNoRegister;
   }
+  // The wide enum whose high part `high` is (ymm3h -> YMM3, fiseg -> FIP);
+  // kNoUnicornRegister when `high` is no enum's high part.
+  std::uint16_t WideOf(RegisterId high) const {
+    return high < wide_of_high_.size() ? wide_of_high_[high] : kNoUnicornRegister;
+  }
+  // For either half of a u64 enum carried as two registers (fioff and fiseg
+  // of FIP): that enum, written as one REG with both halves. Else
+  // kNoUnicornRegister.
+  std::uint16_t SplitU64Of(RegisterId id) const;
   // Unicorn enum for a canonical register (the first table entry naming it);
   // kNoUnicornRegister when the format cannot carry it.
   std::uint16_t UnicornOf(RegisterId id) const {
@@ -77,6 +87,7 @@ class UsercornArch {
   std::vector<RegisterId> by_enum_;
   std::vector<RegisterId> high_;  // by enum: FindHigh()
   std::vector<std::uint16_t> by_register_;
+  std::vector<std::uint16_t> wide_of_high_;  // by register: WideOf()
   std::vector<RegisterId> tracked_;
 };
 

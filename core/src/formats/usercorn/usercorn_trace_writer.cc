@@ -30,30 +30,34 @@ void UsercornTraceWriter::CollectRegisters(const std::vector<RegisterId>& touche
   values_.clear();
   special_bytes_.clear();
   special_.clear();
-  if (wide_of_high_.empty()) {  // ymmNh goes out as YMMn (xmmN + ymmNh)
-    wide_of_high_.assign(arch_.arch().register_count(), kNoUnicornRegister);
-    for (std::uint32_t e = 0; e < 0x10000; ++e) {
-      const RegisterId high = arch_.FindHigh(static_cast<std::uint16_t>(e));
-      if (high != kNoRegister) wide_of_high_[high] = static_cast<std::uint16_t>(e);
-    }
-  }
   const ArchDescription& arch = arch_.arch();
-  std::vector<std::uint16_t> enums;  // of special_bytes_
+  std::vector<std::uint16_t> enums;   // of special_bytes_
+  std::vector<std::uint16_t> paired;  // u64 pairs (FIP) already written
   for (RegisterId id : touched) {
     if (!regs_->known(id)) continue;
     const std::uint16_t unicorn = arch_.UnicornOf(id);
-    const std::uint16_t wide = wide_of_high_[id];
-    if (unicorn != kNoUnicornRegister && arch.info(id).size <= 8) {
+    const std::uint16_t wide = arch_.WideOf(id);
+    if (const std::uint16_t enum_of_pair = arch_.SplitU64Of(id);
+        enum_of_pair != kNoUnicornRegister) {
+      // One REG with both halves, once (an unknown half goes out as 0).
+      const RegisterId low = arch_.Find(enum_of_pair), high = arch_.FindHigh(enum_of_pair);
+      if (std::find(paired.begin(), paired.end(), enum_of_pair) != paired.end()) continue;
+      paired.push_back(enum_of_pair);
+      const std::uint64_t lo = regs_->known(low) ? regs_->u64(low) : 0;
+      const std::uint64_t hi = regs_->known(high) ? regs_->u64(high) : 0;
+      values_.push_back({enum_of_pair, lo | hi << (8 * arch.info(low).size)});
+    } else if (unicorn != kNoUnicornRegister && arch.info(id).size <= 8) {
       values_.push_back({unicorn, regs_->u64(id)});
     } else if (unicorn != kNoUnicornRegister) {
       auto bytes = regs_->bytes(id);
       special_bytes_.emplace_back(bytes.begin(), bytes.end());
       enums.push_back(unicorn);
     } else if (wide != kNoUnicornRegister && regs_->known(arch_.Find(wide))) {
-      auto low = regs_->bytes(arch_.Find(wide));
-      auto high = regs_->bytes(id);
-      special_bytes_.emplace_back(low.begin(), low.end());
-      special_bytes_.back().insert(special_bytes_.back().end(), high.begin(), high.end());
+      auto low_bytes = regs_->bytes(arch_.Find(wide));
+      auto high_bytes = regs_->bytes(id);
+      special_bytes_.emplace_back(low_bytes.begin(), low_bytes.end());
+      special_bytes_.back().insert(special_bytes_.back().end(), high_bytes.begin(),
+                                   high_bytes.end());
       enums.push_back(wide);
     }  // else: not carried, dropped
   }

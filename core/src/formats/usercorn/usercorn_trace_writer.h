@@ -62,7 +62,6 @@ class UsercornTraceWriter final : public TraceWriter {
   std::uint64_t events_ = 0;
   std::vector<RegisterId> touched_;
   std::vector<UsercornRegisterValue> values_;
-  std::vector<std::uint16_t> wide_of_high_;  // RegisterId -> enum with it as `high`
   std::vector<std::vector<std::uint8_t>> special_bytes_;
   std::vector<UsercornWriter::SpecialRegister> special_;
 };

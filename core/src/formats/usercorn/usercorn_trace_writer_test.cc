@@ -33,14 +33,12 @@ Status Convert(TraceReader& in, const std::string& path) {
   return ConvertTrace(in, *writer, path).status();
 }
 
-// Registers usercorn carries (alone or as the high half of YMMn), and rip.
+// Registers usercorn carries (alone or as the high half of YMMn or FIP/FDP),
+// and rip.
 bool Carried(RegisterId id) {
   const UsercornArch& u = UsercornX86_64();
-  if (id == X86_64().pc() || u.UnicornOf(id) != kNoUnicornRegister) return true;
-  for (std::uint16_t e = 154; e < 170; ++e) {
-    if (u.FindHigh(e) == id) return true;
-  }
-  return false;
+  return id == X86_64().pc() || u.UnicornOf(id) != kNoUnicornRegister ||
+         u.WideOf(id) != kNoUnicornRegister;
 }
 
 void ExpectSameCarried(const RegisterFile& a, const RegisterFile& b, const std::string& where) {
