@@ -339,7 +339,7 @@ TEST_P(RecordReplay, TraceMatchesLiveProgram) {
 
 std::vector<std::string> Programs() {
   std::vector<std::string> out;
-  for (const char* p : {"loop", "strings", "syscalls"}) {
+  for (const char* p : {"loop", "strings", "syscalls", "scenario"}) {
     for (const char* o : {"O0", "O2"}) {
       for (const char* l : {"static", "pie"}) out.push_back(std::string(p) + "_" + o + "_" + l);
     }

@@ -47,6 +47,7 @@ std::string QSupportedReply(Target& target, std::size_t packet_size) {
   AppendHexNumber(out, packet_size);
   out += ";QStartNoAckMode+;qXfer:features:read+";
   if (!target.auxv().empty()) out += ";qXfer:auxv:read+";
+  if (!target.exec_file().empty()) out += ";qXfer:exec-file:read+";
   out += ";qXfer:threads:read+;multiprocess+";
   if (target.breakpoints() != nullptr) out += ";swbreak+;hwbreak+";
   out += ";vContSupported+";

@@ -14,11 +14,19 @@ Reply Resume(Session& session, Direction direction, ResumeKind kind,
     return Reply::Fail("cannot resume while looking at a trace frame");
   }
   Target& target = session.target();
+  if (session.TakePendingInterrupt()) {
+    // An unanswered 0x03: stop here, as a pending SIGINT would.
+    session.NoteInterruptAnswered();
+    session.state().last_stop = Interrupted{};
+    session.state().general_thread.reset();
+    return Reply::Packet(FormatStopReply(Interrupted{}, target, session.stop_reply_options()));
+  }
   auto stop =
       direction == Direction::kForward
           ? target.Resume(kind, thread, session.interrupt_flag())
           : target.reverse_execution()->ResumeBackward(kind, thread, session.interrupt_flag());
   if (!stop.ok()) return Reply::FromStatus(stop.status());
+  if (std::holds_alternative<Interrupted>(*stop)) session.NoteInterruptAnswered();
   session.state().last_stop = *stop;
   session.state().general_thread.reset();  // gdb: the stopping thread is now Hg
   return Reply::Packet(FormatStopReply(*stop, target, session.stop_reply_options()));

@@ -106,6 +106,15 @@ Reply HandleXferAuxv(Session& session, std::string_view args) {
       });
 }
 
+Reply HandleXferExecFile(Session& session, std::string_view args) {
+  return ReadDocument(session, args,
+                      [](Session& s, std::string_view annex) -> std::optional<std::string_view> {
+                        // The annex is the pid in hex (gdb) or empty: there is one process.
+                        if (!annex.empty() && !ParseHexU64(annex)) return std::nullopt;
+                        return s.target().exec_file();
+                      });
+}
+
 Reply HandleXferThreads(Session& session, std::string_view args) {
   auto request = ParseXferRead(args);
   if (!request) return Reply::BadArguments("qXfer: malformed arguments");

@@ -2,6 +2,8 @@
 //   features   the target description: target.xml and its includes
 //   auxv       the recorded auxiliary vector (annex empty); routed only when
 //              the target has one; LLDB needs it to load the executable
+//   exec-file  the executable's path (annex: the pid in hex, or empty);
+//              routed only when the target knows it; gdb then loads it
 //   threads    <threads><thread id="p1.1" core="0" name="main"/></threads>
 //
 // Replies are `m<data>` (more follows) or `l<data>` (last), the data
@@ -40,6 +42,7 @@ std::string ThreadsXml(Session& session);
 
 Reply HandleXferFeatures(Session& session, std::string_view args);
 Reply HandleXferAuxv(Session& session, std::string_view args);
+Reply HandleXferExecFile(Session& session, std::string_view args);
 Reply HandleXferThreads(Session& session, std::string_view args);
 
 }  // namespace backstep::gdbstub

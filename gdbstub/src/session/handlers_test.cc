@@ -176,6 +176,20 @@ TEST(HandlersTest, XferDocuments) {
   EXPECT_EQ(wire.Ask("qXfer:auxv:read::0,1000"), "");
 }
 
+TEST(HandlersTest, XferExecFile) {
+  FakeTarget target;
+  Wire wire(target);
+  EXPECT_EQ(wire.Ask("qSupported").find("qXfer:exec-file:read+"), std::string::npos);
+  EXPECT_EQ(wire.Ask("qXfer:exec-file:read:1:0,fff"), "");  // not routed
+  target.exec_path = "/work/bin/prog";
+  EXPECT_NE(wire.Ask("qSupported").find(";qXfer:exec-file:read+;"), std::string::npos);
+  EXPECT_EQ(wire.Ask("qXfer:exec-file:read:1:0,fff"), "l/work/bin/prog");  // gdb: pid annex
+  EXPECT_EQ(wire.Ask("qXfer:exec-file:read::0,fff"), "l/work/bin/prog");   // no annex
+  EXPECT_EQ(wire.Ask("qXfer:exec-file:read:1:6,4"), "mbin/");
+  EXPECT_EQ(wire.Ask("qXfer:exec-file:read:1:e,4"), "l");
+  EXPECT_EQ(wire.Ask("qXfer:exec-file:read:zz:0,fff"), "E01");
+}
+
 TEST(HandlersTest, ProcessAndHostQueries) {
   FakeTarget target;
   Wire wire(target);
@@ -223,7 +237,12 @@ TEST(HandlersTest, MonitorCommands) {
   EXPECT_EQ(wire.AskAll("qRcmd," + Hex("info")),
             (std::vector<std::string>{"O" + Hex("position 0\n"), "OK"}));
   EXPECT_EQ(wire.AskAll("qRcmd," + Hex("quiet")), std::vector<std::string>{"OK"});
-  EXPECT_EQ(wire.Ask("qRcmd," + Hex("bogus")), "E16");
+  // An error reply is preceded by its reason on the console (gdb shows only
+  // "Protocol error with Rcmd" for the E reply itself).
+  std::vector<std::string> bogus = wire.AskAll("qRcmd," + Hex("bogus"));
+  ASSERT_EQ(bogus.size(), 2u);
+  EXPECT_EQ(bogus[0].substr(0, 1), "O");
+  EXPECT_EQ(bogus[1], "E16");
   EXPECT_EQ(wire.Ask("qRcmd,xyz"), "E16");
   EXPECT_EQ(wire.AskAll("qRcmd," + Hex("echo hi")),
             (std::vector<std::string>{"O" + Hex("hi"), "OK"}));

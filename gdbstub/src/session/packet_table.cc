@@ -46,6 +46,7 @@ constexpr auto kRoutes = std::to_array<Route>({
     // Target description, auxv, thread list (xfer.h).
     {"qXfer:features:read:", kPrefix, C::kNone, HandleXferFeatures},
     {"qXfer:auxv:read:", kPrefix, C::kAuxv, HandleXferAuxv},
+    {"qXfer:exec-file:read:", kPrefix, C::kExecFile, HandleXferExecFile},
     {"qXfer:threads:read:", kPrefix, C::kNone, HandleXferThreads},
     // Threads (threads.h).
     {"H", kPrefix, C::kNone, HandleSetThread},
@@ -134,6 +135,8 @@ bool HasCapability(Target& target, Capability capability) {
       return target.memory_map() != nullptr;
     case Capability::kAuxv:
       return !target.auxv().empty();
+    case Capability::kExecFile:
+      return !target.exec_file().empty();
   }
   return false;
 }

@@ -32,6 +32,7 @@ enum class Capability : unsigned char {
   kMonitorCommands,
   kMemoryMap,
   kAuxv,
+  kExecFile,
 };
 
 enum class Match : unsigned char {

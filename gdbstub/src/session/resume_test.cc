@@ -129,9 +129,42 @@ TEST(ResumeTest, InterruptInTheSameChunkStopsTheResume) {
   EXPECT_EQ(writes[0], FramePacket(Stop(0x401000, "1", "02")));
   // The interrupt was consumed: the next continue runs to the end.
   EXPECT_EQ(wire.Ask("c"), Stop(0x401014) + "replaylog:end;");
-  // A late interrupt while stopped is ignored.
+  // A late interrupt while stopped gets no reply of its own; it stays
+  // pending and stops the next resume where it is (a pending SIGINT).
   EXPECT_TRUE(wire.Feed("\x03").empty());
+  EXPECT_EQ(wire.Ask("bc"), Stop(0x401014, "1", "02"));
+  EXPECT_EQ(target.resume_count, 2);
   EXPECT_EQ(wire.Ask("bc"), Stop(0x401000) + "replaylog:begin;");
+}
+
+// gdb interrupting a software watchpoint: its 0x03 lands between two steps,
+// just before the next `bs` in the same chunk. That step must stop with T02
+// without moving, or gdb never sees its interrupt.
+TEST(ResumeTest, InterruptBeforeAResumePacketStopsItWithoutMoving) {
+  FakeTarget target;
+  Wire wire(target);
+  wire.Ask("QStartNoAckMode");
+  EXPECT_EQ(wire.Ask("s"), Stop(0x401004));
+  std::vector<std::string> writes = wire.Feed("\x03$bs#d5");
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_EQ(writes[0], FramePacket(Stop(0x401004, "1", "02")));
+  EXPECT_EQ(wire.Ask("?"), Stop(0x401004, "1", "02"));
+  // Consumed: the next reverse step moves.
+  EXPECT_EQ(wire.Ask("bs"), Stop(0x401000));
+}
+
+// The 0x03 right after a step in the same chunk: the step completes (steps
+// do not poll), so the interrupt is answered by the next resume.
+TEST(ResumeTest, InterruptAfterACompletedStepStopsTheNextResume) {
+  FakeTarget target;
+  Wire wire(target);
+  wire.Ask("QStartNoAckMode");
+  std::vector<std::string> writes = wire.Feed("$s#73\x03");
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_EQ(writes[0], FramePacket(Stop(0x401004)));
+  EXPECT_EQ(wire.Ask("g").empty(), false);  // other packets leave it pending
+  EXPECT_EQ(wire.Ask("s"), Stop(0x401004, "1", "02"));
+  EXPECT_EQ(wire.Ask("s"), Stop(0x401008));
 }
 
 // A target whose continue runs until interrupted.

@@ -38,14 +38,23 @@ std::vector<std::string> Session::OnBytes(std::span<const std::uint8_t> bytes) {
   std::vector<std::string> out;
   std::vector<Framer::Event> events = framer_.Feed(bytes);
   std::vector<bool> interrupt_follows = InterruptFollows(events);
+  bool seen_packet = false;
   for (std::size_t i = 0; i < events.size(); ++i) {
     const Framer::Event& event = events[i];
+    if (std::holds_alternative<Framer::Interrupt>(event) && !seen_packet) {
+      pending_interrupt_ = true;  // idle: for the next resume
+    }
+    if (std::holds_alternative<Framer::Packet>(event)) seen_packet = true;
     if (const auto* packet = std::get_if<Framer::Packet>(&event)) {
       if (!no_ack_) out.emplace_back("+");
       if (interrupt_follows[i]) RequestInterrupt();
+      interrupt_answered_ = false;
       Reply reply = Dispatch(packet->payload);
-      // Consumed or not, an interrupt ends with the packet it raced with.
-      interrupt_.store(false, std::memory_order_relaxed);
+      // An interrupt the packet did not answer with T02 (a step that
+      // completed, a packet that does not resume) waits for the next resume.
+      if (interrupt_.exchange(false, std::memory_order_relaxed) && !interrupt_answered_) {
+        pending_interrupt_ = true;
+      }
       Send(reply, out);
       if (no_ack_pending_) {
         no_ack_ = true;
@@ -64,8 +73,8 @@ std::vector<std::string> Session::OnBytes(std::span<const std::uint8_t> bytes) {
       if (!no_ack_) out.emplace_back("+");
       Send(Reply::BadArguments("malformed escape or run-length encoding"), out);
     }
-    // Ack: nothing to do (stray `+` are fine at any time). Interrupt while
-    // idle: the stop it asks for has already been sent.
+    // Ack: nothing to do (stray `+` are fine at any time). Interrupt: see
+    // above (pending when idle, else consumed by the packet it follows).
   }
   return out;
 }

@@ -13,10 +13,15 @@
 // stray `+` are ignored at any time.
 //
 // Interrupts: a resume receives a flag that RequestInterrupt() sets (the
-// transport calls it when 0x03 arrives while a resume is being computed). A
-// 0x03 that arrives in the same OnBytes() call right after a resume packet
-// interrupts that resume; one that arrives while idle is ignored (the stop
-// reply it raced with is already on its way).
+// transport calls it when 0x03 arrives while a resume is being computed, and
+// drops that byte). A 0x03 that arrives in the same OnBytes() call right
+// after a resume packet interrupts that resume. One that no resume honoured
+// (it arrived while idle, before the chunk's first packet, or after a step
+// that completed anyway) stays pending: the next resume stops at once with
+// T02 without moving, as a real process with a pending SIGINT does under
+// gdbserver. gdb relies on this when it interrupts a
+// command made of many short resumes (a software watchpoint steps one
+// instruction per `bs`): its 0x03 usually lands between two steps.
 //
 // Thread-safety: one thread calls everything except RequestInterrupt(),
 // which may be called from any thread.
@@ -29,6 +34,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "backstep/core/types.h"
@@ -99,6 +105,11 @@ class Session {
   void StartNoAckModeAfterReply() { no_ack_pending_ = true; }
   void Finish() { finished_ = true; }
   const std::atomic<bool>* interrupt_flag() const { return &interrupt_; }
+  // True once per idle 0x03 (see Interrupts above): the resume being handled
+  // must stop at once with Interrupted.
+  bool TakePendingInterrupt() { return std::exchange(pending_interrupt_, false); }
+  // The resume being handled stopped with Interrupted: the 0x03 is answered.
+  void NoteInterruptAnswered() { interrupt_answered_ = true; }
 
   // The target thread `spec` names: a value must be a live thread (and the
   // pid, if given, ours); any/all resolve to the current thread.
@@ -127,6 +138,8 @@ class Session {
   std::string last_sent_;  // for retransmission on `-`
   std::vector<std::uint8_t> scratch_;
   std::atomic<bool> interrupt_{false};
+  bool pending_interrupt_ = false;   // an unanswered 0x03 awaiting the next resume
+  bool interrupt_answered_ = false;  // set by the packet being dispatched
 };
 
 }  // namespace backstep::gdbstub

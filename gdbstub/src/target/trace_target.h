@@ -61,6 +61,7 @@ class TraceTarget final : public Target,
                                     const std::atomic<bool>* interrupt) override;
   std::optional<std::string_view> TargetDescription(std::string_view annex) override;
   std::span<const std::uint8_t> auxv() override { return options_.auxv; }
+  std::string_view exec_file() override { return options_.exe_path; }
   ReverseExecution* reverse_execution() override { return this; }
   Breakpoints* breakpoints() override { return this; }
   Watchpoints* watchpoints() override { return this; }

@@ -65,6 +65,7 @@ class FakeTarget : public Target,
   std::vector<Write> writes;
   std::map<std::string, std::string, std::less<>> documents;
   std::vector<std::uint8_t> auxv_bytes;
+  std::string exec_path;  // empty: qXfer:exec-file is not offered
   std::uint64_t position = 0;
   std::optional<std::uint32_t> selected_frame;
   std::set<std::pair<BreakpointType, core::Address>> inserted_breakpoints;
@@ -82,6 +83,7 @@ class FakeTarget : public Target,
   core::Expected<StopReason> Resume(ResumeKind kind, std::optional<core::ThreadId> thread,
                                     const std::atomic<bool>* interrupt) override;
   std::optional<std::string_view> TargetDescription(std::string_view annex) override;
+  std::string_view exec_file() override { return exec_path; }
   std::span<const std::uint8_t> auxv() override {
     return caps.auxv ? std::span<const std::uint8_t>(auxv_bytes) : std::span<const std::uint8_t>();
   }

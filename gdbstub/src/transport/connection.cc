@@ -155,6 +155,10 @@ core::Expected<StopReason> Connection::RunWatched(
         watching = false;
         session_.RequestInterrupt();  // nobody waits for the stop reply
       } else if (std::find(stash_.begin() + before, stash_.end(), 0x03) != stash_.end()) {
+        // Consumed by this resume: drop the byte so the session does not
+        // also keep it pending for the next one (all-stop clients send
+        // nothing else while a resume runs).
+        stash_.erase(std::remove(stash_.begin() + before, stash_.end(), 0x03), stash_.end());
         session_.RequestInterrupt();
       }
     }

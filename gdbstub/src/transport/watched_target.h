@@ -50,6 +50,7 @@ class WatchedTarget final : public Target, public ReverseExecution {
     return inner_.TargetDescription(annex);
   }
   std::span<const std::uint8_t> auxv() override { return inner_.auxv(); }
+  std::string_view exec_file() override { return inner_.exec_file(); }
 
   core::Expected<StopReason> Resume(ResumeKind kind, std::optional<core::ThreadId> thread,
                                     const std::atomic<bool>* interrupt) override;

@@ -139,6 +139,9 @@ class Target {
   virtual std::optional<std::string_view> TargetDescription(std::string_view annex) = 0;
   // The recorded auxiliary vector; empty: none (qXfer:auxv:read not advertised).
   virtual std::span<const std::uint8_t> auxv() { return {}; }
+  // The executable's path on the client's machine (qXfer:exec-file:read);
+  // empty: unknown (not advertised).
+  virtual std::string_view exec_file() { return {}; }
 
   // ---- Optional capabilities (capabilities.h); nullptr when absent.
   virtual ReverseExecution* reverse_execution() { return nullptr; }

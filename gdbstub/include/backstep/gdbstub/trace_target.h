@@ -40,11 +40,12 @@ namespace backstep::gdbstub {
 struct TraceTargetOptions {
   // GdbFeature bits of the served register layout (target.xml and `g`).
   std::uint32_t features = core::kDefaultX86_64Features;
-  // The recorded auxiliary vector (qXfer:auxv:read). Empty: none (REVEN).
-  // HACK: core does not expose a recorded auxv yet; when TraceHeader carries
-  // one (usercorn, backstep record), fill this from it in NewTraceTarget.
+  // The auxiliary vector (qXfer:auxv:read): the recorded one
+  // (process_image.h RecordedAuxv) or one synthesized from the executable.
+  // Empty: none (REVEN).
   std::vector<std::uint8_t> auxv;
-  // The executable the client should load (shown by `monitor info`).
+  // The executable the client should load (qXfer:exec-file:read, and shown
+  // by `monitor info`). Empty: unknown.
   std::string exe_path;
   // `watch` reports only value-changing writes (gdb resumes silently on an
   // unchanged value anyway); switchable with `monitor watch-filter`.
