@@ -59,6 +59,7 @@ int RunInfo(Args& args);
 int RunIndex(Args& args);
 int RunDump(Args& args);
 int RunConvert(Args& args);
+int RunExport(Args& args);
 int RunRecord(Args& args);
 int RunServe(Args& args);
 

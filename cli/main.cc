@@ -17,6 +17,10 @@ Commands:
                                   state at position N (0 = before the first event;
                                   N may also be "end" or a percentage like 50%)
   convert IN -o OUT --to FORMAT   write IN in another format (formats: reven, usercorn, tfile)
+  export TRACE -o OUT.tf [--from N] [--to M] [--every K | --at-pc ADDR]... [--mem ADDR:LEN]...
+                                  write positions N..M as a gdb trace file for
+                                  `target tfile` + tfind (registers, a stack window,
+                                  the instruction's memory, the --mem ranges)
   serve TRACE [--port N | --stdio] [--listen ADDR] [--exe PATH] [--log FILE]
                                   serve TRACE to gdb and LLDB (GDB remote protocol) on
                                   127.0.0.1:1234 (--port 0: a free port, printed on stderr),
@@ -53,6 +57,7 @@ int main(int argc, char** argv) {
   if (command == "index") return RunIndex(args);
   if (command == "dump") return RunDump(args);
   if (command == "convert") return RunConvert(args);
+  if (command == "export") return RunExport(args);
   if (command == "record") return RunRecord(args);
   if (command == "serve") return RunServe(args);
   return Usage("unknown command '" + std::string(command) + "'");

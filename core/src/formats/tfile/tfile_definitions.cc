@@ -172,6 +172,9 @@ Status ParseTfileDefinitionLine(std::string_view line, TfileDefinitions* defs,
                                 std::string* warning_out) {
   std::string& warning = *warning_out;
   warning.clear();
+  // gdb keeps each line in a C string: nothing after a NUL reaches its
+  // parsers (the exporter hides a decoy frame header there, tfile_writer.h).
+  line = line.substr(0, line.find('\0'));
   if (line.starts_with("R ")) {
     const auto size = ParseHexU64(line.substr(2));
     if (!size) {

@@ -9,6 +9,14 @@
 #include "util/hex.h"
 
 namespace backstep::core {
+namespace {
+
+// "tdesc <!---->" plus its newline: the shortest comment line.
+constexpr std::uint64_t kDecoyMinLine = 14;
+// From the start of the decoy line to the decoy header: the comment and a NUL.
+constexpr std::uint64_t kDecoyPrefix = 14;
+
+}  // namespace
 
 TfileWriter::TfileWriter(TfileWriterOptions options)
     : options_(std::move(options)), layout_(TfileRegisterLayout::ForFeatures(options_.features)) {}
@@ -54,6 +62,28 @@ void TfileWriter::WriteLine(std::string_view line) {
   Write({&nl, 1});
 }
 
+void TfileWriter::WriteDecoy(std::uint64_t decoy) {
+  const std::string comment = "tdesc <!---->";
+  if (size_ + kDecoyPrefix > decoy || ((decoy >> 8) & 0xff) == '\n' || (decoy & 0xff) == '\n' ||
+      ((decoy >> 16) & 0xff) == '\n' || (decoy >> 24) == '\n') {
+    return Fail(Status::InvalidArgument(name_ + ": cannot place a decoy frame header at offset " +
+                                        std::to_string(decoy)));
+  }
+  // Filler comment lines, each kDecoyMinLine..999 bytes with its newline.
+  std::uint64_t gap = decoy - kDecoyPrefix - size_;
+  while (gap > 0) {
+    std::uint64_t n = std::min<std::uint64_t>(gap, 900);
+    if (gap - n > 0 && gap - n < kDecoyMinLine) n = gap - kDecoyMinLine;
+    WriteLine("tdesc <!--" + std::string(n - kDecoyMinLine, ' ') + "-->");
+    gap -= n;
+  }
+  std::string line = comment + '\0';
+  line += static_cast<char>(1);  // tracepoint 1
+  line += '\0';
+  for (int i = 0; i < 4; ++i) line += static_cast<char>((decoy >> (8 * i)) & 0xff);
+  WriteLine(line);
+}
+
 void TfileWriter::PatchHex(std::uint64_t at, std::uint64_t value, int digits) {
   std::string hex = HexPadded(value, digits).substr(2);
   hex = hex.substr(hex.size() - digits);  // a value too wide keeps its low digits
@@ -77,11 +107,24 @@ Status TfileWriter::WriteDefinitions(const std::vector<TfileTsv>& tsvs,
   if (options_.write_tdesc) {
     const std::string xml = InlineTargetXml(X86_64(), options_.features);
     std::string_view rest = xml;
+    const std::uint64_t decoy = options_.decoy_header_size;
+    bool decoy_done = decoy == 0, first = true;
     while (!rest.empty()) {
       const std::size_t nl = rest.find('\n');
-      WriteLine("tdesc " + std::string(rest.substr(0, nl)));
+      const std::string line = "tdesc " + std::string(rest.substr(0, nl));
       rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
+      // The decoy line starts kDecoyPrefix bytes before `decoy`; insert it
+      // (with filler) before the line that would cross that point, never
+      // before the XML declaration, at the latest before the last line.
+      if (!decoy_done && !first &&
+          (size_ + line.size() + 1 + kDecoyMinLine > decoy - kDecoyPrefix || rest.empty())) {
+        WriteDecoy(decoy);
+        decoy_done = true;
+      }
+      WriteLine(line);
+      first = false;
     }
+    if (!decoy_done) WriteDecoy(decoy);
   }
   // Fixed-width counts, patched by Finish().
   const std::string head = "status 0;tstop::0;tframes:";
@@ -143,6 +186,13 @@ void TfileWriter::AddMemory(Address address, std::span<const std::uint8_t> bytes
     bytes = bytes.subspan(n);
     address += n;
   }
+}
+
+void TfileWriter::AddEmptyMemory(Address address) {
+  assert(in_frame_);
+  frame_.push_back(kTfileBlockMemory);
+  Le(address, 8);
+  Le(0, 2);
 }
 
 void TfileWriter::AddTsvValue(std::int32_t number, std::int64_t value) {

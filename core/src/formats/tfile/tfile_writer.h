@@ -1,6 +1,6 @@
 // TfileWriter: writes a gdb trace file (TRACE0) from typed definitions and
 // frames. The building block of test fixtures, `backstep convert --to
-// tfile` (tfile_trace_writer.h) and, later, the exporter.
+// tfile` (tfile_trace_writer.h) and `backstep export` (tfile_exporter.h).
 //
 // What it writes, in gdb's order (formats.md §3.1):
 //   "\x7fTRACE0\n"
@@ -44,6 +44,15 @@ struct TfileWriterOptions {
   bool write_tdesc = true;  // without it gdb assumes the executable's architecture
   std::string notes;        // status notes ("" none)
   std::string user;         // status username ("" none)
+  // Nonzero N: the definitions carry a decoy frame header (tracepoint 1,
+  // size N) at file offset N, after a NUL in a `tdesc <!---->` comment line
+  // (gdb and TfileReader ignore what follows a NUL), padded to that offset
+  // with comment lines. For exports whose frames all have N data bytes:
+  // gdb 13.1's first pc search after `target tfile` seeks to offset 0 + N
+  // (rsp.md §9) and must find a header there. N must not contain a 0x0a
+  // byte, and must be past the first tdesc line; when the tdesc is shorter,
+  // the comment lines follow it.
+  std::uint32_t decoy_header_size = 0;
 };
 
 class TfileWriter {
@@ -56,6 +65,9 @@ class TfileWriter {
                                                      TfileWriterOptions options = {});
 
   const TfileRegisterLayout& layout() const { return layout_; }
+  // TfileWriterOptions::decoy_header_size, once the frame size is known.
+  // REQUIRES: before WriteDefinitions().
+  void set_decoy_header_size(std::uint32_t size) { options_.decoy_header_size = size; }
 
   // Writes the definition lines. At most once, before the first frame;
   // BeginFrame() and Finish() write empty definitions when it was not called.
@@ -68,6 +80,8 @@ class TfileWriter {
   void AddRegisters(const RegisterFile& regs);                // an X86_64() file
   void AddRawRegisters(std::span<const std::uint8_t> block);  // layout().block_size() bytes
   void AddMemory(Address address, std::span<const std::uint8_t> bytes);
+  // An M block of length 0 (11 bytes that carry no memory: padding).
+  void AddEmptyMemory(Address address);
   void AddTsvValue(std::int32_t number, std::int64_t value);
   // gdbserver's static-tracepoint data (readers skip it); for tests.
   void AddStaticData(std::span<const std::uint8_t> bytes);
@@ -82,6 +96,8 @@ class TfileWriter {
   explicit TfileWriter(TfileWriterOptions options);
   void Write(std::span<const std::uint8_t> bytes);
   void WriteLine(std::string_view line);
+  // Comment lines from size_ up to `offset`, then the decoy line (options_).
+  void WriteDecoy(std::uint64_t offset);
   void PatchHex(std::uint64_t at, std::uint64_t value, int digits);
   void Fail(Status s);
   void Le(std::uint64_t v, int bytes);  // into the open frame
