@@ -75,7 +75,10 @@ Fixture& GetFixture() {
     testing::RevenGenOptions opts;
     opts.events = EnvU64("BACKSTEP_BENCH_EVENTS", 10'000'000);
     opts.seed = 42;
-    fx->path = (dir / ("trace-" + std::to_string(opts.events) + ".bin")).string();
+    // A trace.cache point every 1/16 of the trace (the parallel build's
+    // split candidates; REVEN writes one every N instructions).
+    opts.cache_every = std::max<std::uint64_t>(opts.events / 16, 1);
+    fx->path = (dir / ("trace-" + std::to_string(opts.events) + "-cache.bin")).string();
     if (LoadInfo(fx->path, &fx->info)) return fx;
     auto info = testing::GenerateRevenTrace(fx->path, opts);
     if (!info.ok()) {
@@ -125,7 +128,7 @@ void BM_SequentialRead(benchmark::State& state) {
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(total));
 }
-BENCHMARK(BM_SequentialRead)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_SequentialRead)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 
 // Decoding every event with the REVEN reader (no index work).
 void BM_DecodeAllEvents(benchmark::State& state) {
@@ -143,22 +146,38 @@ void BM_DecodeAllEvents(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(events));
   state.SetBytesProcessed(static_cast<std::int64_t>(fs::file_size(f.path) * state.iterations()));
 }
-BENCHMARK(BM_DecodeAllEvents)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_DecodeAllEvents)->Unit(benchmark::kMillisecond)->Iterations(1)->UseRealTime();
 
-// Building the index from scratch (one streaming pass, written atomically).
+// Building the index from scratch, written atomically, in wall time: arg 1 =
+// the single pass, arg 0 = one part per core from the trace.cache's resume
+// points (index_parts = 0).
 void BM_IndexBuild(benchmark::State& state) {
   Fixture& f = GetFixture();
+  OpenOptions options;
+  options.index_parts = static_cast<unsigned>(state.range(0));
+  // CPU time of every thread of the process (the benchmark's own CPU column
+  // counts the calling thread only).
+  auto process_cpu = [] {
+    rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+  };
+  double cpu = 0;
   for (auto _ : state) {
     state.PauseTiming();
     f.trace.reset();
     fs::remove(f.path + ".bsidx");
+    const double cpu_before = process_cpu();
     state.ResumeTiming();
-    auto t = Trace::Open(f.path);
+    auto t = Trace::Open(f.path, options);
     if (!t.ok()) state.SkipWithError(t.status().ToString().c_str());
     state.PauseTiming();
+    cpu += process_cpu() - cpu_before;
     f.trace = *t;
     state.ResumeTiming();
   }
+  state.counters["all_threads_cpu_s"] = cpu / static_cast<double>(state.iterations());
   std::uint64_t trace_size = fs::file_size(f.path);
   state.SetItemsProcessed(static_cast<std::int64_t>(f.info.events * state.iterations()));
   state.SetBytesProcessed(static_cast<std::int64_t>(trace_size * state.iterations()));
@@ -166,8 +185,15 @@ void BM_IndexBuild(benchmark::State& state) {
   state.counters["index_bytes"] = static_cast<double>(index_size);
   state.counters["trace_bytes"] = static_cast<double>(trace_size);
   state.counters["index_pct"] = 100.0 * static_cast<double>(index_size) / trace_size;
+  state.counters["parts"] = f.trace->index_status().build_parts;
 }
-BENCHMARK(BM_IndexBuild)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_IndexBuild)
+    ->ArgName("parts")
+    ->Arg(1)
+    ->Arg(0)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1)
+    ->UseRealTime();
 
 // Seek to a random position and read every register of its thread.
 void BM_SeekAllRegisters(benchmark::State& state) {

@@ -3,12 +3,16 @@
 // The builder writes the file front to back, once; every byte passes through
 // Write(), which updates the running checksum (index_hash.h) that the footer
 // records. Two sinks: FileIndexSink (an AtomicFile: temp file + rename on
-// Commit) and VectorIndexSink (in-memory traces and tests).
+// Commit) and VectorIndexSink (in-memory traces and tests). The parallel
+// build writes each part into a PartSink (index_part_sink.h) that the sink
+// makes (NewPartSink: a temporary file beside the index, or memory), patches
+// it and appends it.
 //
-// Thread-safety: one thread at a time.
+// Thread-safety: one thread at a time per sink; part sinks are independent.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -17,13 +21,17 @@
 
 namespace backstep::core {
 
+class PartSink;
+
 class IndexSink {
  public:
+  // `hashing`: false for part sinks (their bytes are hashed when appended).
+  explicit IndexSink(bool hashing = true) : hashing_(hashing) {}
   virtual ~IndexSink() = default;
 
   void Write(std::span<const std::uint8_t> bytes) {
     if (bytes.empty()) return;
-    hash_.Update(bytes);
+    if (hashing_) hash_.Update(bytes);
     DoWrite(bytes);
     size_ += bytes.size();
   }
@@ -50,11 +58,14 @@ class IndexSink {
     size_ += bytes.size();
   }
   virtual Status status() const = 0;
+  // A sink for one part of a parallel build (default: in memory).
+  virtual Expected<std::unique_ptr<PartSink>> NewPartSink() const;
 
  protected:
   virtual void DoWrite(std::span<const std::uint8_t> bytes) = 0;
 
  private:
+  bool hashing_;
   Hash64 hash_;
   std::uint64_t size_ = 0;
 };
@@ -76,6 +87,8 @@ class FileIndexSink final : public IndexSink {
   explicit FileIndexSink(AtomicFile file) : file_(std::move(file)) {}
   Status status() const override { return file_.status(); }
   Status Commit() { return file_.Commit(); }
+  // A temporary file in the index's directory (never named: O_TMPFILE).
+  Expected<std::unique_ptr<PartSink>> NewPartSink() const override;
 
  private:
   void DoWrite(std::span<const std::uint8_t> b) override { file_.Write(b); }

@@ -58,8 +58,12 @@ Expected<IndexIdentity> IdentityOf(const TraceReader& reader, const std::string&
   return id;
 }
 
-IndexBuildOptions BuildOptionsOf(const OpenOptions& options) {
+IndexBuildOptions BuildOptionsOf(const OpenOptions& options, const ReaderFactory& more_readers,
+                                 IndexBuildReport* report) {
   IndexBuildOptions b;
+  b.parts = options.index_parts;
+  b.new_reader = more_readers;
+  b.report = report;
   if (options.index_memory_budget) b.memory_budget = options.index_memory_budget;
   if (options.index_block_entries) b.block_entries = options.index_block_entries;
   if (options.index_snapshot_blocks) b.snapshot_blocks = options.index_snapshot_blocks;
@@ -68,13 +72,17 @@ IndexBuildOptions BuildOptionsOf(const OpenOptions& options) {
 }
 
 Expected<OpenedIndex> BuildInMemory(TraceReader& reader, std::span<const std::uint8_t> trace_bytes,
-                                    const IndexIdentity& identity, const OpenOptions& options) {
+                                    const IndexIdentity& identity, const OpenOptions& options,
+                                    const ReaderFactory& more_readers) {
   VectorIndexSink sink;
-  BACKSTEP_RETURN_IF_ERROR(BuildIndex(reader, identity, BuildOptionsOf(options), sink));
+  IndexBuildReport report;
+  BACKSTEP_RETURN_IF_ERROR(
+      BuildIndex(reader, identity, BuildOptionsOf(options, more_readers, &report), sink));
   auto bytes = std::make_shared<std::vector<std::uint8_t>>(std::move(sink.bytes()));
   std::span<const std::uint8_t> view(*bytes);
   BACKSTEP_ASSIGN_OR_RETURN(auto index, TraceIndex::Open(bytes, view, trace_bytes));
-  OpenedIndex out{std::move(index), IndexStatus{"", false, "in memory", view.size()}};
+  OpenedIndex out{std::move(index),
+                  IndexStatus{"", false, "in memory", view.size(), report.parts, report.note}};
   return out;
 }
 
@@ -93,22 +101,25 @@ std::string CacheIndexPath(const std::string& trace_path, const std::string& cac
 
 Expected<OpenedIndex> OpenOrBuildIndex(TraceReader& reader,
                                        std::span<const std::uint8_t> trace_bytes,
-                                       const std::string& trace_path, const OpenOptions& options) {
+                                       const std::string& trace_path, const OpenOptions& options,
+                                       const ReaderFactory& more_readers) {
   const std::uint64_t interval =
       options.keyframe_interval ? options.keyframe_interval : kDefaultKeyframeInterval;
   BACKSTEP_ASSIGN_OR_RETURN(IndexIdentity identity, IdentityOf(reader, trace_path, interval));
-  if (trace_path.empty()) return BuildInMemory(reader, trace_bytes, identity, options);
+  if (trace_path.empty()) {
+    return BuildInMemory(reader, trace_bytes, identity, options, more_readers);
+  }
 
   const std::string primary = trace_path + ".bsidx";
   const std::string cache = CacheIndexPath(trace_path, options.cache_dir);
   Attempt first = TryOpen(primary, identity, trace_bytes);
   if (first.index) {
-    IndexStatus st{primary, true, "", first.index->size_bytes()};
+    IndexStatus st{primary, true, "", first.index->size_bytes(), 0, ""};
     return OpenedIndex{std::move(first.index), st};
   }
   Attempt second = TryOpen(cache, identity, trace_bytes);
   if (second.index) {
-    IndexStatus st{cache, true, "", second.index->size_bytes()};
+    IndexStatus st{cache, true, "", second.index->size_bytes(), 0, ""};
     return OpenedIndex{std::move(second.index), st};
   }
   const std::string why = first.why == "missing" ? second.why : first.why;
@@ -130,14 +141,16 @@ Expected<OpenedIndex> OpenOrBuildIndex(TraceReader& reader,
     }
   }
   FileIndexSink sink(std::move(*file));
-  BACKSTEP_RETURN_IF_ERROR(BuildIndex(reader, identity, BuildOptionsOf(options), sink));
+  IndexBuildReport report;
+  BACKSTEP_RETURN_IF_ERROR(
+      BuildIndex(reader, identity, BuildOptionsOf(options, more_readers, &report), sink));
   BACKSTEP_RETURN_IF_ERROR(sink.Commit());
   Attempt built = TryOpen(destination, identity, trace_bytes);
   if (!built.index) {
     return Status::Corruption(destination + ": freshly built index does not validate (" +
                               built.why + ")");
   }
-  IndexStatus st{destination, false, why, built.index->size_bytes()};
+  IndexStatus st{destination, false, why, built.index->size_bytes(), report.parts, report.note};
   return OpenedIndex{std::move(built.index), st};
 }
 

@@ -32,10 +32,12 @@ struct OpenedIndex {
 
 // `reader` must be at its first event; building consumes it. `trace_bytes`
 // (the trace file's bytes, alive as long as the index) resolves data the
-// index references in the trace.
+// index references in the trace. `more_readers` (may be empty) makes the
+// extra readers of a parallel build.
 Expected<OpenedIndex> OpenOrBuildIndex(TraceReader& reader,
                                        std::span<const std::uint8_t> trace_bytes,
-                                       const std::string& trace_path, const OpenOptions& options);
+                                       const std::string& trace_path, const OpenOptions& options,
+                                       const ReaderFactory& more_readers = {});
 
 // The cache-directory location of the index of `trace_path`.
 std::string CacheIndexPath(const std::string& trace_path, const std::string& cache_dir);

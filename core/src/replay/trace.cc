@@ -23,8 +23,8 @@ class TraceOpener {
     // Building consumes a reader: give it a fresh one, keep reader_ intact.
     BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> scan, trace->make_reader_());
     BACKSTEP_ASSIGN_OR_RETURN(
-        OpenedIndex opened,
-        OpenOrBuildIndex(*scan, trace->reader_->source().data(), path, options));
+        OpenedIndex opened, OpenOrBuildIndex(*scan, trace->reader_->source().data(), path, options,
+                                             trace->make_reader_));
     trace->index_ = std::move(opened.index);
     trace->index_status_ = std::move(opened.status);
     return trace;

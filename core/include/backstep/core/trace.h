@@ -46,6 +46,10 @@ struct OpenOptions {
   std::uint64_t index_memory_budget = 0;
   std::uint32_t index_block_entries = 0;    // access-list entries per block (64)
   std::uint32_t index_snapshot_blocks = 0;  // blocks between page snapshots (128)
+  // Parts of a parallel index build from the reader's resume points (REVEN's
+  // trace.cache): 0 = one per core, 1 = always the single pass. The index
+  // means the same either way (core/doc/index-format.md).
+  unsigned index_parts = 0;
 };
 
 // Makes a new reader of the trace, positioned at its first event.
@@ -56,6 +60,10 @@ struct IndexStatus {
   bool reused = false;      // true if an existing index was valid
   std::string rebuilt_why;  // why it was (re)built: "missing", "stale: mtime changed", ...
   std::uint64_t size_bytes = 0;
+  // When built: parts of the build (1: single pass), and why a parallel
+  // build fell back to the single pass ("" if it did not).
+  unsigned build_parts = 0;
+  std::string build_note;
 };
 
 class Trace {

@@ -1,0 +1,323 @@
+#include "index/index_part_builder.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "index/access_list_builder.h"
+#include "index/inference_tracker.h"
+#include "index/pc_index_builder.h"
+
+namespace backstep::core {
+namespace {
+
+constexpr std::uint64_t kProgressEvery = 1 << 16;
+
+class IndexPartBuilder {
+ public:
+  IndexPartBuilder(TraceReader& reader, const IndexPartPlan& plan, IndexSink& sink)
+      : reader_(reader),
+        plan_(plan),
+        sink_(sink),
+        arch_(*reader.header().arch),
+        source_(reader.source().data()),
+        writes_(plan.block_entries, plan.snapshot_blocks, true, source_),
+        reads_(plan.block_entries, plan.snapshot_blocks, false, source_),
+        inferred_(plan.block_entries, plan.snapshot_blocks, false, source_),
+        tracker_(reader),
+        pc_offset_(arch_.info(arch_.pc()).storage_offset),
+        pc_is_u64_(arch_.info(arch_.pc()).size == 8 && std::endian::native == std::endian::little) {
+  }
+
+  Status Run(IndexTables* out);
+
+ private:
+  struct ThreadState {
+    ThreadState(ThreadId t, const ArchDescription& arch) : tid(t), regs(arch), recorded(arch) {}
+    ThreadId tid;
+    RegisterFile regs;
+    RegisterFile recorded;  // registers as of `record`
+    bool dirty = false;
+    std::uint64_t record = 0;
+    std::uint32_t chain = 0;  // deltas since the last full record
+    ThreadRecord out{};
+    std::vector<std::uint64_t> runs;
+  };
+
+  std::uint64_t WriteRegisterRecord(const RegisterFile& regs);
+  void WriteThreadRecord(ThreadState& t);
+  std::size_t ThreadIndex(ThreadId tid, std::uint64_t event);
+  void Keyframe();
+  void IndexEvent(const Event& e, std::uint64_t event);
+  void AddAccess(AccessListBuilder& list, std::uint64_t event, const MemoryAccess& access,
+                 bool is_read);
+  std::optional<std::uint64_t> RefOffset(const std::uint8_t* data, std::size_t length) const;
+  std::uint64_t Pc(const RegisterFile& regs) const;
+  void FlushSegment(std::uint64_t end);
+  void Finish(std::uint64_t events, IndexTables* out);
+
+  TraceReader& reader_;
+  const IndexPartPlan& plan_;
+  IndexSink& sink_;
+  const ArchDescription& arch_;
+  std::span<const std::uint8_t> source_;
+  PcIndexBuilder pcs_;
+  AccessListBuilder writes_, reads_, inferred_;
+  InferenceTracker tracker_;
+  // Where the pc lives in RegisterFile storage: read once per event, so
+  // read directly (RegisterFile::u64 assembles bytes one by one).
+  std::uint32_t pc_offset_;
+  bool pc_is_u64_;
+  bool records_reads_ = false;
+
+  std::vector<std::unique_ptr<ThreadState>> threads_;
+  std::unordered_map<std::uint64_t, std::size_t> thread_index_;
+  std::optional<std::uint64_t> unknown_record_;
+  std::vector<RunRecord> runs_;
+  std::vector<KeyframeRecord> keyframes_;
+  std::vector<std::uint64_t> memory_clears_;
+  std::vector<RegisterClearRecord> register_clears_;
+  std::vector<SegmentRecord> segments_;
+  std::uint64_t segment_first_ = 0;
+  bool has_last_ = false;  // last_tid_ / last_index_: the previous event's thread
+  std::uint64_t last_tid_ = 0;
+  std::size_t last_index_ = 0;
+  std::vector<std::uint16_t> scratch_ids_;
+  std::vector<std::uint8_t> scratch_known_, scratch_values_;
+};
+
+std::uint64_t IndexPartBuilder::WriteRegisterRecord(const RegisterFile& regs) {
+  const std::uint64_t offset = sink_.size();
+  sink_.WriteRecord(RegisterRecordHeader{kFullRecord, 0, 0});
+  sink_.Write(regs.raw_storage());
+  sink_.Pad8();
+  sink_.WriteRecords<std::uint64_t>(regs.raw_known());
+  return offset;
+}
+
+// A delta from the thread's previous record, or a full record every
+// kMaxDeltaChain + 1 records (bounding the restore chain).
+void IndexPartBuilder::WriteThreadRecord(ThreadState& t) {
+  if (t.chain >= kMaxDeltaChain) {
+    t.record = WriteRegisterRecord(t.regs);
+    t.chain = 0;
+    t.recorded = t.regs;
+    return;
+  }
+  std::vector<std::uint16_t>& ids = scratch_ids_;
+  std::vector<std::uint8_t>& known = scratch_known_;
+  std::vector<std::uint8_t>& values = scratch_values_;
+  ids.clear(), known.clear(), values.clear();
+  for (std::size_t i = 0; i < arch_.register_count(); ++i) {
+    const auto id = static_cast<RegisterId>(i);
+    if (arch_.info(id).derived) continue;
+    const bool k = t.regs.known(id);
+    const auto now = t.regs.bytes(id);
+    if (k == t.recorded.known(id) &&
+        std::equal(now.begin(), now.end(), t.recorded.bytes(id).begin())) {
+      continue;
+    }
+    ids.push_back(id);
+    known.push_back(k);
+    if (k) values.insert(values.end(), now.begin(), now.end());
+  }
+  const std::uint64_t offset = sink_.size();
+  sink_.WriteRecord(
+      RegisterRecordHeader{kDeltaRecord, static_cast<std::uint32_t>(ids.size()), t.record});
+  sink_.WriteRecords<std::uint16_t>(ids);
+  sink_.Write(known);
+  sink_.Write(values);
+  sink_.Pad8();
+  t.record = offset;
+  ++t.chain;
+  t.recorded = t.regs;
+}
+
+std::size_t IndexPartBuilder::ThreadIndex(ThreadId tid, std::uint64_t event) {
+  if (has_last_ && tid.value == last_tid_) {
+    ThreadState& t = *threads_[last_index_];
+    if (t.out.first_event == kNoEvent) t.out.first_event = event;
+    return last_index_;
+  }
+  auto [it, inserted] = thread_index_.try_emplace(tid.value, threads_.size());
+  if (inserted) {
+    auto t = std::make_unique<ThreadState>(tid, arch_);
+    if (!unknown_record_) unknown_record_ = WriteRegisterRecord(t->regs);
+    t->record = *unknown_record_;
+    t->out = {tid.value, kNoEvent, *unknown_record_, 0, 0, 0};
+    threads_.push_back(std::move(t));
+  }
+  ThreadState& t = *threads_[it->second];
+  if (t.out.first_event == kNoEvent) t.out.first_event = event;
+  if (event != kNoEvent) has_last_ = true, last_tid_ = tid.value, last_index_ = it->second;
+  return it->second;
+}
+
+void IndexPartBuilder::Keyframe() {
+  std::vector<RefRecord> refs;
+  refs.reserve(threads_.size());
+  for (std::size_t i = 0; i < threads_.size(); ++i) {
+    ThreadState& t = *threads_[i];
+    if (t.dirty) {
+      WriteThreadRecord(t);
+      t.dirty = false;
+    }
+    refs.push_back({i, t.record});
+  }
+  const ReaderPosition pos = reader_.Tell();
+  keyframes_.push_back({pos.offset, pos.aux, sink_.size(), refs.size()});
+  sink_.WriteRecords<RefRecord>(refs);
+}
+
+std::uint64_t IndexPartBuilder::Pc(const RegisterFile& regs) const {
+  if (!pc_is_u64_) return regs.u64(arch_.pc());
+  std::uint64_t pc;
+  std::memcpy(&pc, regs.raw_storage().data() + pc_offset_, sizeof(pc));
+  return pc;
+}
+
+std::optional<std::uint64_t> IndexPartBuilder::RefOffset(const std::uint8_t* data,
+                                                         std::size_t length) const {
+  if (length < kMinReferencedLength || source_.empty()) return std::nullopt;
+  const std::uint8_t* begin = source_.data();
+  if (std::less<>()(data, begin) || std::less<>()(begin + source_.size(), data + length)) {
+    return std::nullopt;
+  }
+  return static_cast<std::uint64_t>(data - begin);
+}
+
+// Splits an access at page boundaries into `list` (and, for reads, feeds
+// the inference tracker).
+void IndexPartBuilder::AddAccess(AccessListBuilder& list, std::uint64_t event,
+                                 const MemoryAccess& access, bool is_read) {
+  const std::uint64_t total = access.data.size();
+  for (std::uint64_t done = 0; done < total;) {
+    const Address a = access.address + done;
+    const std::uint64_t page = a >> kPageBits;
+    const std::uint32_t offset = static_cast<std::uint32_t>(a & (kPageSize - 1));
+    const std::uint64_t n = std::min<std::uint64_t>(total - done, kPageSize - offset);
+    auto piece = access.data.subspan(done, n);
+    list.Add(event, page, offset, piece, RefOffset(piece.data(), n), done, total);
+    if (records_reads_) {
+      if (is_read) {
+        tracker_.Read(page, offset, static_cast<std::uint32_t>(n),
+                      [&](std::uint32_t start, std::uint32_t length) {
+                        auto run = piece.subspan(start - offset, length);
+                        inferred_.Add(event, page, start, run, RefOffset(run.data(), length), 0,
+                                      length);
+                      });
+      } else {
+        tracker_.Write(page, offset, static_cast<std::uint32_t>(n));
+      }
+    }
+    done += n;
+  }
+}
+
+void IndexPartBuilder::IndexEvent(const Event& e, std::uint64_t event) {
+  const std::size_t index = ThreadIndex(e.thread, event);
+  ThreadState& t = *threads_[index];
+  if (runs_.empty() || runs_.back().thread_index != index) {
+    t.runs.push_back(runs_.size());
+    runs_.push_back({event, index});
+  }
+  if ((e.kind == EventKind::kInstruction || e.kind == EventKind::kFrame) &&
+      t.regs.known(arch_.pc())) {
+    pcs_.Add(Pc(t.regs), event);
+  }
+  for (const MemoryAccess& r : e.reads) AddAccess(reads_, event, r, true);
+  if (e.flags & kEventClearsMemory) {
+    memory_clears_.push_back(event);
+    writes_.ClearMemory(event);
+    tracker_.ClearMemory();
+  }
+  if (e.flags & kEventClearsRegisters) {
+    t.regs.Clear();
+    register_clears_.push_back({event, index});
+    t.dirty = true;
+  }
+  for (const RegisterWrite& w : e.registers) t.regs.Apply(w);
+  if (!e.registers.empty()) t.dirty = true;
+  for (const MemoryAccess& w : e.writes) AddAccess(writes_, event, w, false);
+}
+
+void IndexPartBuilder::FlushSegment(std::uint64_t end) {
+  SegmentRecord seg{};
+  seg.first_event = segment_first_;
+  seg.end_event = end;
+  std::tie(seg.pcs_offset, seg.pc_count) = pcs_.Flush(sink_);
+  seg.lists[kWriteList] = writes_.Flush(sink_);
+  seg.lists[kReadList] = reads_.Flush(sink_);
+  seg.lists[kInferredList] = inferred_.Flush(sink_);
+  segments_.push_back(seg);
+  segment_first_ = end;
+}
+
+void IndexPartBuilder::Finish(std::uint64_t events, IndexTables* out) {
+  out->threads.clear();
+  out->threads.reserve(threads_.size());
+  for (auto& t : threads_) {
+    out->threads.push_back({t->tid, std::move(t->regs), t->out, std::move(t->runs)});
+  }
+  out->runs = std::move(runs_);
+  out->keyframes = std::move(keyframes_);
+  out->memory_clears = std::move(memory_clears_);
+  out->register_clears = std::move(register_clears_);
+  out->segments = std::move(segments_);
+  out->end_event = events;
+  out->end_position = reader_.Tell();
+  out->records_reads = records_reads_;
+}
+
+Status IndexPartBuilder::Run(IndexTables* out) {
+  records_reads_ = reader_.header().records_reads;
+  const std::uint64_t interval = plan_.keyframe_interval;
+  for (auto& [tid, regs] : plan_.seed) {
+    const std::size_t i = ThreadIndex(tid, kNoEvent);
+    ThreadState& t = *threads_[i];
+    t.regs = t.recorded = regs;
+    t.record = WriteRegisterRecord(regs);
+    if (plan_.seed_is_initial) t.out.initial_record = t.record, t.out.flags = 1;
+  }
+  segment_first_ = plan_.first_event;
+  Event event;
+  std::uint64_t n = plan_.first_event;
+  for (; n != plan_.stop_event; ++n) {
+    if (n % interval == 0) Keyframe();
+    Expected<bool> more = reader_.Next(&event);
+    if (!more.ok()) {
+      return more.status().Annotate("indexing " + reader_.source().name() + " at event " +
+                                    std::to_string(n));
+    }
+    if (!*more) break;
+    IndexEvent(event, n);
+    if (pcs_.memory_bytes() + writes_.memory_bytes() + reads_.memory_bytes() +
+            inferred_.memory_bytes() >
+        plan_.memory_budget) {
+      FlushSegment(n + 1);
+    }
+    if ((n + 1) % kProgressEvery == 0) {
+      BACKSTEP_RETURN_IF_ERROR(sink_.status());
+      if (plan_.progress && !plan_.progress(n + 1)) {
+        return Status::Interrupted("indexing " + reader_.source().name() + ": cancelled at event " +
+                                   std::to_string(n + 1));
+      }
+    }
+  }
+  if (segment_first_ < n) FlushSegment(n);
+  Finish(n, out);
+  return sink_.status();
+}
+
+}  // namespace
+
+Status BuildIndexPart(TraceReader& reader, const IndexPartPlan& plan, IndexSink& sink,
+                      IndexTables* out) {
+  return IndexPartBuilder(reader, plan, sink).Run(out);
+}
+
+}  // namespace backstep::core
