@@ -34,8 +34,7 @@ int RunIndex(Args& args) {
     if (!trace.ok()) return Fail(trace.status());
   }
   const core::IndexStatus& idx = (*trace)->index_status();
-  std::printf("%s: %s\n", idx.path.c_str(),
-              idx.reused ? "up to date" : ("built (" + idx.rebuilt_why + ")").c_str());
+  std::printf("%s: %s\n", idx.path.c_str(), IndexStatusText(idx).c_str());
   std::printf("events: %llu, index size: %llu bytes\n",
               static_cast<unsigned long long>((*trace)->event_count()),
               static_cast<unsigned long long>(idx.size_bytes));

@@ -55,8 +55,7 @@ int RunInfo(Args& args) {
 
   const core::IndexStatus& idx = t.index_status();
   std::printf("index:         %s\n", idx.path.c_str());
-  std::printf("index status:  %s\n",
-              idx.reused ? "up to date (reused)" : ("built now (" + idx.rebuilt_why + ")").c_str());
+  std::printf("index status:  %s\n", IndexStatusText(idx).c_str());
   std::printf("index size:    %llu bytes", static_cast<unsigned long long>(idx.size_bytes));
   std::error_code ec;
   if (auto trace_size = std::filesystem::file_size(t.path(), ec); !ec && trace_size != 0) {

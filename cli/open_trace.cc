@@ -24,4 +24,16 @@ std::optional<core::Position> ParsePosition(std::string_view text, const core::T
   return core::Position(*n);
 }
 
+std::string IndexStatusText(const core::IndexStatus& status) {
+  if (status.reused) return "up to date (reused)";
+  std::string text = "built now (" + status.rebuilt_why;
+  if (status.build_parts > 1) {
+    text += "; " + std::to_string(status.build_parts) +
+            " parts in parallel from the trace's resume points";
+  } else if (!status.build_note.empty()) {
+    text += "; single pass: " + status.build_note;
+  }
+  return text + ")";
+}
+
 }  // namespace backstep::cli

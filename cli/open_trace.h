@@ -15,6 +15,11 @@ namespace backstep::cli {
 // progress bar if needed).
 core::Expected<std::shared_ptr<core::Trace>> OpenTraceForCli(const std::string& path, Args& args);
 
+// How the index came to be, for `info` and `index`: "up to date (reused)",
+// "built now (missing; 2 parts in parallel from the trace's resume points)",
+// "built now (stale: ...; single pass: <why not parallel>)".
+std::string IndexStatusText(const core::IndexStatus& status);
+
 // Parses "N", "end" or "P%" into a position of `trace`.
 std::optional<core::Position> ParsePosition(std::string_view text, const core::Trace& trace);
 

@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backstep/core/format_registry.h"
@@ -150,13 +151,36 @@ TEST_F(CliTest, InfoDescribesTheTraceAndReusesTheIndex) {
             std::string::npos)
       << first.out;
   EXPECT_NE(first.out.find("threads:       1: 1"), std::string::npos);
-  EXPECT_NE(first.out.find("built now (missing)"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("built now (missing; single pass: no resume points)"), std::string::npos)
+      << first.out;
   EXPECT_NE(first.out.find("cpuid_max_phy_addr"), std::string::npos) << first.out;
   EXPECT_TRUE(first.err.empty()) << first.err;  // no progress bar off a terminal
 
   CliRun second = Backstep("info " + trace_);
   ASSERT_EQ(second.code, 0) << second.err;
   EXPECT_NE(second.out.find("up to date (reused)"), std::string::npos) << second.out;
+}
+
+TEST_F(CliTest, IndexSaysWhenItWasBuiltInParallelFromTheCache) {
+  const std::string cached = (dir_ / "cached.bin").string();
+  testing::RevenGenOptions opts;
+  opts.events = 20000;
+  opts.seed = 9;
+  opts.cache_every = 1000;
+  ASSERT_TRUE(testing::GenerateRevenTrace(cached, opts).ok());
+  CliRun r = Backstep("index " + cached);
+  ASSERT_EQ(r.code, 0) << r.err;
+  if (std::thread::hardware_concurrency() > 1) {
+    EXPECT_NE(r.out.find("built now (missing; "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(" parts in parallel from the trace's resume points)"), std::string::npos)
+        << r.out;
+  }
+  // The parallel index gives the same state as a naive replay.
+  CliRun d = Backstep("dump " + cached + " --at 12345 --regs");
+  ASSERT_EQ(d.code, 0) << d.err;
+  auto got = ParseRegisters(d.out);
+  auto want = Replay(cached, 12345).regs;
+  for (const auto& [name, value] : want) EXPECT_EQ(got[name], value) << name;
 }
 
 TEST_F(CliTest, StaleIndexIsRebuilt) {
