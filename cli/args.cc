@@ -1,3 +1,5 @@
+#include <sys/stat.h>
+
 #include <charconv>
 #include <cstdio>
 
@@ -47,6 +49,18 @@ bool Args::TakeFlag(std::string_view name) {
   return false;
 }
 
+std::optional<std::string> Args::TakeOutput() {
+  for (std::size_t i = 0; i + 1 < words_.size() && words_[i] != "--"; ++i) {
+    if (words_[i] == "-o") {
+      std::string value = words_[i + 1];
+      words_.erase(words_.begin() + i, words_.begin() + i + 2);
+      return value;
+    }
+  }
+  if (auto out = TakeOption("output")) return out;
+  return TakeOption("o");
+}
+
 std::vector<std::string> Args::Positionals() const {
   std::vector<std::string> out;
   for (const auto& w : words_) {
@@ -89,6 +103,12 @@ std::optional<std::uint64_t> ParseNumber(std::string_view text) {
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value, base);
   if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
   return value;
+}
+
+bool SameFile(const std::string& a, const std::string& b) {
+  struct stat sa, sb;
+  if (stat(a.c_str(), &sa) != 0 || stat(b.c_str(), &sb) != 0) return false;
+  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 int Fail(const core::Status& status) {

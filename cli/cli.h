@@ -27,6 +27,8 @@ class Args {
   std::vector<std::vector<std::string>> TakeOptionN(std::string_view name, int count);
   // Removes `--name` and says whether it was there.
   bool TakeFlag(std::string_view name);
+  // Removes the output file option: `-o FILE`, `--output FILE`, `--o FILE`.
+  std::optional<std::string> TakeOutput();
   // The remaining words that do not start with "--", in order.
   std::vector<std::string> Positionals() const;
   // The first remaining word that starts with "--", if any.
@@ -41,6 +43,9 @@ class Args {
 
 // Parses "0x1f", "31", "1_000"; nullopt on garbage or overflow.
 std::optional<std::uint64_t> ParseNumber(std::string_view text);
+
+// True when both paths name the same existing file (hard links included).
+bool SameFile(const std::string& a, const std::string& b);
 
 // Prints "backstep: <status message>" on stderr and returns 1.
 int Fail(const core::Status& status);

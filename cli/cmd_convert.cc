@@ -1,6 +1,4 @@
 // backstep convert IN -o OUT --to FORMAT
-#include <sys/stat.h>
-
 #include <cstdio>
 
 #include "backstep/core/format_registry.h"
@@ -8,29 +6,11 @@
 #include "cli/cli.h"
 
 namespace backstep::cli {
-namespace {
-
-bool SameFile(const std::string& a, const std::string& b) {
-  struct stat sa, sb;
-  if (stat(a.c_str(), &sa) != 0 || stat(b.c_str(), &sb) != 0) return false;
-  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
-}  // namespace
 
 int RunConvert(Args& args) {
-  std::optional<std::string> out = args.TakeOption("o");
-  if (!out) out = args.TakeOption("output");
+  std::optional<std::string> out = args.TakeOutput();
   std::optional<std::string> to = args.TakeOption("to");
   auto files = args.Positionals();
-  // "-o" is a short option: accept it among positionals too.
-  for (std::size_t i = 0; i + 1 < files.size(); ++i) {
-    if (files[i] == "-o") {
-      out = files[i + 1];
-      files.erase(files.begin() + i, files.begin() + i + 2);
-      break;
-    }
-  }
   if (files.size() != 1) return Usage("convert takes one input trace");
   if (auto unknown = args.UnknownOption()) return Usage("unknown option " + *unknown);
   if (!out) return Usage("convert needs -o OUT");

@@ -12,19 +12,9 @@
 #include "util/hex.h"
 
 namespace backstep::cli {
-namespace {
-
-bool SameFile(const std::string& a, const std::string& b) {
-  struct stat sa, sb;
-  if (stat(a.c_str(), &sa) != 0 || stat(b.c_str(), &sb) != 0) return false;
-  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
-}  // namespace
 
 int RunExport(Args& args) {
-  std::optional<std::string> out = args.TakeOption("o");
-  if (!out) out = args.TakeOption("output");
+  std::optional<std::string> out = args.TakeOutput();
   std::optional<std::string> from = args.TakeOption("from");
   std::optional<std::string> to = args.TakeOption("to");
   std::optional<std::string> every = args.TakeOption("every");
@@ -32,13 +22,6 @@ int RunExport(Args& args) {
   auto mems = args.TakeOptionN("mem", 1);
   std::optional<std::string> cache_dir = args.TakeOption("cache-dir");
   auto files = args.Positionals();
-  for (std::size_t i = 0; i + 1 < files.size(); ++i) {
-    if (files[i] == "-o") {
-      out = files[i + 1];
-      files.erase(files.begin() + i, files.begin() + i + 2);
-      break;
-    }
-  }
   if (auto unknown = args.UnknownOption()) return Usage("unknown option " + *unknown);
   if (files.size() != 1) return Usage("export takes one trace file");
   if (!out) return Usage("export needs -o OUT.tf");

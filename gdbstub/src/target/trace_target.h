@@ -142,8 +142,15 @@ class TraceTarget final : public Target,
   bool frames_are_events() const;  // tfile: frame n = position n + 1
   std::uint64_t FramePosition(std::uint32_t frame) const;
   std::uint32_t TracepointOf(std::uint32_t frame);
+  // First frame >= first whose pc is in [lo, hi] (frame_cursor_ must exist;
+  // moves it).
   std::optional<std::uint32_t> NextFrameWithPc(core::Address lo, core::Address hi,
                                                std::uint64_t first);
+  std::optional<std::uint32_t> NextTfileFrameWithPc(core::Address lo, core::Address hi,
+                                                    std::uint64_t first);
+  // Whether the pc of the thread that executes event `position` (at the end:
+  // the last thread) lies in [lo, hi] at that position. Moves frame_cursor_.
+  bool PcOfPositionIn(std::uint64_t position, core::Address lo, core::Address hi);
 
   // ---- trace_target_monitor.cc
   core::Expected<std::string> MonitorHelp(const MonitorArgs& args);

@@ -1,6 +1,8 @@
 // QTFrame (`tfind`) over a trace: frame n is a position (see
 // backstep/gdbstub/trace_target.h for the mapping); pc searches come from the
-// index's pc lists, so `tfind pc`/`range`/`outside`/`line` cost O(log n).
+// index's pc lists, so `tfind pc`/`range`/`outside`/`line` cost O(log n) per
+// segment (plus, for a range, one lookup per distinct pc of the range in the
+// segments searched), never a walk over the positions.
 #include <charconv>
 #include <limits>
 
@@ -12,6 +14,9 @@ namespace {
 
 constexpr std::uint64_t kMaxFrames = std::numeric_limits<std::int32_t>::max();
 constexpr core::Address kMaxAddress = std::numeric_limits<core::Address>::max();
+// At most this many non-instruction events just before a pc-index hit are
+// looked at (a run of them is one or two events in practice).
+constexpr std::uint64_t kMaxNonInstructionRun = 64;
 
 // "tracepoint 3, $x = 1" -> 3 (tfile events' descriptions).
 std::optional<std::uint32_t> ParseTracepoint(std::string_view description) {
@@ -30,7 +35,10 @@ std::optional<std::uint32_t> ParseTracepoint(std::string_view description) {
 bool TraceTarget::frames_are_events() const { return trace_->header().format == "tfile"; }
 
 std::uint64_t TraceTarget::frame_count() {
-  return std::min<std::uint64_t>(trace_->event_count(), kMaxFrames);
+  // Positions 0..event_count (the final state is a frame too); tfile: one
+  // frame per event.
+  const std::uint64_t frames = trace_->event_count() + (frames_are_events() ? 0 : 1);
+  return std::min<std::uint64_t>(frames, kMaxFrames);
 }
 
 std::uint64_t TraceTarget::FramePosition(std::uint32_t frame) const {
@@ -50,20 +58,51 @@ std::uint32_t TraceTarget::TracepointOf(std::uint32_t frame) {
 std::optional<std::uint32_t> TraceTarget::NextFrameWithPc(core::Address lo, core::Address hi,
                                                           std::uint64_t first) {
   const std::uint64_t count = frame_count();
-  if (first >= count) return std::nullopt;
-  // The pc index keys each event by the pc of the state before it: frame f's
-  // state is event FramePosition(f)'s "before" state.
-  const std::uint64_t shift = frames_are_events() ? 1 : 0;
-  if (auto event = trace_->index().NextPcInRange(lo, hi, first + shift)) {
-    if (*event - shift < count) return static_cast<std::uint32_t>(*event - shift);
+  if (first >= count || !frame_cursor_) return std::nullopt;
+  if (frames_are_events()) return NextTfileFrameWithPc(lo, hi, first);
+  // The pc index holds instruction events: position q, the state before
+  // instruction q. The other positions with a pc are the final state and
+  // those before a non-instruction event (a syscall's effects, an interrupt
+  // delivery): a run of them ends either at an indexed instruction or at the
+  // end, so the earliest hit is in the run just before the first indexed hit
+  // (or before the end), or is that hit.
+  const std::uint64_t end = std::min<std::uint64_t>(trace_->event_count(), count);
+  std::optional<std::uint64_t> found;
+  std::uint64_t anchor = end;
+  if (auto q = trace_->index().NextPcInRange(lo, hi, first); q && *q < end) {
+    found = anchor = *q;
+  } else if (end < count && PcOfPositionIn(end, lo, hi)) {
+    found = end;  // the final state
   }
-  if (shift == 1 && count == trace_->event_count()) {
+  for (std::uint64_t p = anchor, n = 0; p > first && n < kMaxNonInstructionRun; ++n) {
+    --p;
+    if (!frame_cursor_->Seek(core::Position(p)).ok()) break;
+    auto event = frame_cursor_->CurrentEvent();
+    if (!event.ok() || (*event)->kind == core::EventKind::kInstruction) break;
+    if (PcOfPositionIn(p, lo, hi)) found = p;
+  }
+  if (!found) return std::nullopt;
+  return static_cast<std::uint32_t>(*found);
+}
+
+bool TraceTarget::PcOfPositionIn(std::uint64_t position, core::Address lo, core::Address hi) {
+  if (!frame_cursor_->Seek(core::Position(position)).ok()) return false;
+  auto pc = frame_cursor_->Pc(frame_cursor_->current_thread());
+  return pc && *pc >= lo && *pc <= hi;
+}
+
+std::optional<std::uint32_t> TraceTarget::NextTfileFrameWithPc(core::Address lo, core::Address hi,
+                                                               std::uint64_t first) {
+  // The pc index keys each event by the pc of the state before it: frame f's
+  // state is event f + 1's "before" state.
+  const std::uint64_t count = frame_count();
+  if (auto event = trace_->index().NextPcInRange(lo, hi, first + 1)) {
+    if (*event - 1 < count) return static_cast<std::uint32_t>(*event - 1);
+  }
+  if (count == trace_->event_count()) {
     // The last tfile frame is the final state, which no event precedes.
     const std::uint64_t last = count - 1;
-    if (last >= first && frame_cursor_ && frame_cursor_->Seek(core::Position(last + 1)).ok()) {
-      auto pc = frame_cursor_->Pc(frame_cursor_->current_thread());
-      if (pc && *pc >= lo && *pc <= hi) return static_cast<std::uint32_t>(last);
-    }
+    if (last >= first && PcOfPositionIn(last + 1, lo, hi)) return static_cast<std::uint32_t>(last);
   }
   return std::nullopt;
 }

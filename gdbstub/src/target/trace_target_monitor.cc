@@ -78,7 +78,8 @@ std::optional<std::pair<core::Address, std::uint64_t>> ParseRange(
 const TraceTarget::MonitorCommand TraceTarget::kMonitorCommands[] = {
     {"help", "help", "list the monitor commands", &TraceTarget::MonitorHelp},
     {"info", "info", "trace format, events, threads, position, index", &TraceTarget::MonitorInfo},
-    {"when", "when", "the current position", &TraceTarget::MonitorWhen},
+    {"when", "when", "the current position (and the selected trace frame's)",
+     &TraceTarget::MonitorWhen},
     {"goto", "goto N|P%|end",
      "arm a move to position N (or P% of the trace); the next stepi/continue performs it",
      &TraceTarget::MonitorGoto},
@@ -157,9 +158,17 @@ core::Expected<std::string> TraceTarget::MonitorInfo(const MonitorArgs&) {
 }
 
 core::Expected<std::string> TraceTarget::MonitorWhen(const MonitorArgs&) {
-  return "position " + std::to_string(position().value) + " of " +
-         std::to_string(trace_->event_count()) + " (thread " +
-         std::to_string(current_thread().value) + ")\n";
+  std::string out =
+      "position " + std::to_string(position().value) + " of " +
+      std::to_string(trace_->event_count()) + " (thread " +
+      std::to_string((frame_cursor_active_ ? cursor_->current_thread() : current_thread()).value) +
+      ")\n";
+  if (frame_cursor_active_) {
+    // `tfind` selected a frame: registers and memory come from there.
+    out += "trace frame at position " + std::to_string(selected_position_.value) + " (thread " +
+           std::to_string(frame_cursor_->current_thread().value) + ")\n";
+  }
+  return out;
 }
 
 core::Expected<std::string> TraceTarget::MonitorGoto(const MonitorArgs& args) {

@@ -209,17 +209,23 @@ TEST_F(TraceTargetReven, ArmedMovesRunOnTheNextResume) {
   EXPECT_EQ(target_->position(), Position(end_));
 }
 
-TEST_F(TraceTargetReven, FramesAreInstructionPositions) {
-  EXPECT_EQ(target_->frame_count(), end_);
+TEST_F(TraceTargetReven, FramesArePositions) {
+  EXPECT_EQ(target_->frame_count(), end_ + 1);  // the final state too
   auto hit = target_->FindFrame(FrameByNumber{3}, std::nullopt);
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->frame, 3u);
   EXPECT_EQ(hit->tracepoint, 1u);
-  EXPECT_FALSE(target_->FindFrame(FrameByNumber{static_cast<std::uint32_t>(end_)}, std::nullopt));
+  hit = target_->FindFrame(FrameByNumber{static_cast<std::uint32_t>(end_)}, std::nullopt);
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->frame, end_);
+  EXPECT_FALSE(
+      target_->FindFrame(FrameByNumber{static_cast<std::uint32_t>(end_ + 1)}, std::nullopt));
   const std::uint64_t pc0 = Pc();
   ASSERT_TRUE(target_->SelectFrame(3).ok());
   EXPECT_EQ(Pc(), CursorPc(3));  // reads answer at the frame
   EXPECT_EQ(target_->position(), Position(0));
+  ASSERT_TRUE(target_->SelectFrame(static_cast<std::uint32_t>(end_)).ok());
+  EXPECT_EQ(Pc(), CursorPc(end_));
   ASSERT_TRUE(target_->SelectFrame(std::nullopt).ok());
   EXPECT_EQ(Pc(), pc0);
 
@@ -235,25 +241,70 @@ TEST_F(TraceTargetReven, FramesAreInstructionPositions) {
   hit = target_->FindFrame(FrameByPc{CursorPc(10)}, 9);
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->frame, 10u);
-  // Outside the program's code: the first instruction elsewhere (an
-  // interrupt handler), by brute force.
-  const core::Address lo = info.code_addresses.front(), hi = info.code_addresses.back();
-  std::optional<std::uint64_t> expected;
-  for (std::uint64_t p = 0; p < end_ && !expected; ++p) {
-    ASSERT_TRUE(cursor_->Seek(Position(p)).ok());
-    auto event = cursor_->CurrentEvent();
-    ASSERT_TRUE(event.ok());
-    if ((*event)->kind != core::EventKind::kInstruction) continue;
-    auto pc = cursor_->Pc(cursor_->current_thread());
-    if (pc && (*pc < lo || *pc > hi)) expected = p;
-  }
-  hit = target_->FindFrame(FrameOutsideRange{lo, hi}, std::nullopt);
-  ASSERT_EQ(hit.has_value(), expected.has_value());
-  if (hit) EXPECT_EQ(hit->frame, *expected);
   hit = target_->FindFrame(FrameByTracepoint{1}, 41);
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->frame, 42u);
   EXPECT_FALSE(target_->FindFrame(FrameByTracepoint{2}, std::nullopt));
+  EXPECT_FALSE(
+      target_->FindFrame(FrameByTracepoint{1}, static_cast<std::uint32_t>(end_)));  // past the end
+}
+
+// Every pc search against the pc of every position (stepping a plain cursor):
+// the hit is the first later position with a matching pc, non-instruction
+// events and the final state included. The one documented miss: the
+// position before the interrupt that moves the pc into far_pc's handler.
+TEST_F(TraceTargetReven, FramePcSearchesMatchEveryPosition) {
+  std::vector<std::uint64_t> pcs;
+  std::vector<std::uint64_t> others;  // positions before a non-instruction event
+  ASSERT_TRUE(cursor_->Seek(Position(0)).ok());
+  for (std::uint64_t p = 0;; ++p) {
+    pcs.push_back(cursor_->Pc(cursor_->current_thread()).value_or(0));
+    if (p == end_) break;
+    auto event = cursor_->CurrentEvent();
+    ASSERT_TRUE(event.ok());
+    if ((*event)->kind != core::EventKind::kInstruction) others.push_back(p);
+    ASSERT_TRUE(cursor_->StepForward().ok());
+  }
+  ASSERT_GE(others.size(), 3u);
+  const std::uint64_t missed = fx_->info.far_pc_event - 1;  // its event moves the pc
+  auto expect = [&](std::uint64_t lo, std::uint64_t hi, bool inside, std::uint64_t first) {
+    for (std::uint64_t p = first; p <= end_; ++p) {
+      if (p == missed) continue;
+      if ((pcs[p] >= lo && pcs[p] <= hi) == inside) return std::optional<std::uint64_t>(p);
+    }
+    return std::optional<std::uint64_t>();
+  };
+  auto check = [&](const TraceFrameQuery& query, std::optional<std::uint64_t> want,
+                   std::optional<std::uint32_t> current) {
+    auto got = target_->FindFrame(query, current);
+    ASSERT_EQ(got.has_value(), want.has_value()) << "from " << (current ? *current + 1 : 0);
+    if (got) {
+      EXPECT_EQ(got->frame, *want) << "from " << (current ? *current + 1 : 0);
+    }
+  };
+  for (std::uint64_t p : others) {
+    // A position before a non-instruction event, found from just before it
+    // and from far before it; then the next hit of the same pc.
+    for (std::uint64_t back : {std::uint64_t{1}, std::uint64_t{300}}) {
+      const auto current = p >= back ? std::optional<std::uint32_t>(p - back) : std::nullopt;
+      const std::uint64_t first = current ? *current + 1 : 0;
+      check(FrameByPc{pcs[p]}, expect(pcs[p], pcs[p], true, first), current);
+      check(FrameInRange{pcs[p] - 2, pcs[p] + 2}, expect(pcs[p] - 2, pcs[p] + 2, true, first),
+            current);
+    }
+    check(FrameByPc{pcs[p]}, expect(pcs[p], pcs[p], true, p + 1), static_cast<std::uint32_t>(p));
+  }
+  // The final state's pc, from just before it, and a range that only it
+  // (or nothing) matches late in the trace.
+  check(FrameByPc{pcs[end_]}, expect(pcs[end_], pcs[end_], true, end_ - 1),
+        static_cast<std::uint32_t>(end_ - 2));
+  const auto& code = fx_->info.code_addresses;
+  const core::Address lo = code.front(), hi = code.back();
+  for (std::uint64_t first : {std::uint64_t{0}, std::uint64_t{1000}, end_ / 2, end_ - 5}) {
+    const auto current = first ? std::optional<std::uint32_t>(first - 1) : std::nullopt;
+    check(FrameOutsideRange{lo, hi}, expect(lo, hi, false, first), current);
+    check(FrameInRange{lo, lo + 64}, expect(lo, lo + 64, true, first), current);
+  }
 }
 
 }  // namespace

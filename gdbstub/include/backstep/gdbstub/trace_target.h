@@ -14,9 +14,18 @@
 // With the direction set to reverse, forward packets run backwards.
 //
 // Trace frames (QTFrame, `tfind`): frame n is position n (the state before
-// event n) for traces whose events are instructions; for tfile traces, whose
-// events are frames, frame n is the state after event n (position n + 1) and
-// its tracepoint is the frame's own. Every other trace reports tracepoint 1.
+// event n; the last frame is the final state, position event_count) for
+// traces whose events are instructions, as in `backstep export`; for tfile
+// traces, whose events are frames, frame n is the state after event n
+// (position n + 1) and its tracepoint is the frame's own. Every other trace
+// has one implicit tracepoint, number 1, that collected every position
+// (`tfind tracepoint 1` = the next frame; other numbers find nothing).
+// `tfind pc/range/outside/line` come from the pc index: a frame's pc is that
+// of the thread executing its event. Positions before a non-instruction
+// event (syscall effects, interrupt delivery) are found when they lie in the
+// run of such events just before an indexed instruction or the end (the
+// usual case: the event keeps the pc); one whose event moves the pc elsewhere
+// (an interrupt entering a handler) is found by `tfind N` only.
 // Frames stop below 2^31 (gdb's frame numbers are C ints).
 //
 // Thread-safety: as gdbstub::Target (one thread at a time); the controller
