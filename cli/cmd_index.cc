@@ -1,4 +1,8 @@
-// backstep index TRACE [--force]
+// backstep index TRACE [--force] [--single-pass]
+//
+// --single-pass builds without the parallel parts a trace.cache allows: the
+// build takes longer, but reads late in the trace consult one segment fewer
+// (README, Benchmarks).
 #include <unistd.h>
 
 #include <cstdio>
@@ -12,14 +16,17 @@ namespace backstep::cli {
 
 int RunIndex(Args& args) {
   bool force = args.TakeFlag("force");
+  bool single_pass = args.TakeFlag("single-pass");
   auto files = args.Positionals();
   if (files.size() != 1) return Usage("index takes one trace file");
   std::optional<std::string> cache_dir = args.TakeOption("cache-dir");
   if (auto unknown = args.UnknownOption()) return Usage("unknown option " + *unknown);
 
   auto open = [&]() {
-    Args opts({});
-    if (cache_dir) opts = Args({"--cache-dir", *cache_dir});
+    std::vector<std::string> words;
+    if (cache_dir) words = {"--cache-dir", *cache_dir};
+    if (single_pass) words.push_back("--single-pass");
+    Args opts(std::move(words));
     return OpenTraceForCli(files[0], opts);
   };
   auto trace = open();

@@ -12,7 +12,9 @@ constexpr const char kHelp[] = R"(usage: backstep COMMAND [ARGS]
 
 Commands:
   info TRACE                      format, architecture, events, threads, memory, index status
-  index TRACE [--force]           build (or check) the trace's index; --force rebuilds it
+  index TRACE [--force] [--single-pass]
+                                  build (or check) the trace's index; --force rebuilds it;
+                                  --single-pass: no parallel parts from a trace.cache
   dump TRACE --at N [--regs] [--mem ADDR LEN]... [--phys] [--thread T]
                                   state at position N (0 = before the first event;
                                   N may also be "end" or a percentage like 50%)

@@ -5,6 +5,7 @@ namespace backstep::cli {
 core::Expected<std::shared_ptr<core::Trace>> OpenTraceForCli(const std::string& path, Args& args) {
   core::OpenOptions options;
   if (auto dir = args.TakeOption("cache-dir")) options.cache_dir = *dir;
+  if (args.TakeFlag("single-pass")) options.index_parts = 1;
   options.progress = TerminalProgress();
   auto trace = core::Trace::Open(path, options);
   FinishProgress();
@@ -30,8 +31,9 @@ std::string IndexStatusText(const core::IndexStatus& status) {
   if (status.build_parts > 1) {
     text += "; " + std::to_string(status.build_parts) +
             " parts in parallel from the trace's resume points";
-  } else if (!status.build_note.empty()) {
-    text += "; single pass: " + status.build_note;
+  } else {
+    text += "; single pass";
+    if (!status.build_note.empty()) text += ": " + status.build_note;
   }
   return text + ")";
 }

@@ -11,8 +11,9 @@
 
 namespace backstep::cli {
 
-// Takes --cache-dir from `args` and opens `path` (building its index with a
-// progress bar if needed).
+// Takes --cache-dir (and --single-pass: build a missing index in one pass
+// even when the trace has resume points) from `args` and opens `path`
+// (building its index with a progress bar if needed).
 core::Expected<std::shared_ptr<core::Trace>> OpenTraceForCli(const std::string& path, Args& args);
 
 // How the index came to be, for `info` and `index`: "up to date (reused)",

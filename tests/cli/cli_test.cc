@@ -181,6 +181,10 @@ TEST_F(CliTest, IndexSaysWhenItWasBuiltInParallelFromTheCache) {
   auto got = ParseRegisters(d.out);
   auto want = Replay(cached, 12345).regs;
   for (const auto& [name, value] : want) EXPECT_EQ(got[name], value) << name;
+  CliRun single = Backstep("index --force --single-pass " + cached);
+  ASSERT_EQ(single.code, 0) << single.err;
+  EXPECT_NE(single.out.find("single pass"), std::string::npos) << single.out;
+  EXPECT_EQ(single.out.find("parts in parallel"), std::string::npos) << single.out;
 }
 
 TEST_F(CliTest, StaleIndexIsRebuilt) {
