@@ -104,9 +104,10 @@ TEST(RevenTraceWriterTest, RefusesWhatRevenCannotHold) {
   const std::string path = TempPath("refused.bin");
   Status virt = Convert(testing::GenerateFakeTrace(o), path);
   EXPECT_TRUE(virt.IsUnsupported());
-  EXPECT_EQ(virt.message(), path +
-                                 ": REVEN traces hold physical memory; converting a virtual-memory trace is not "
-            "supported");
+  EXPECT_EQ(virt.message(),
+            path +
+                ": REVEN traces hold physical memory; converting a virtual-memory trace is not "
+                "supported");
   o.address_kind = AddressKind::kPhysical;
   o.threads = 2;
   Status threads = Convert(testing::GenerateFakeTrace(o), path);
