@@ -52,8 +52,14 @@ std::string QSupportedReply(Target& target, std::size_t packet_size) {
   if (target.breakpoints() != nullptr) out += ";swbreak+;hwbreak+";
   out += ";vContSupported+";
   if (target.reverse_execution() != nullptr) out += ";ReverseStep+;ReverseContinue+";
-  // Deliberately never: qXfer:traceframe-info:read+ (gdb would show memory
-  // outside it as <unavailable>), binary-upload+ (changes `x` replies),
+  // Only for frames that know just what they collected (a tfile): gdb then
+  // shows memory outside a frame's collection as <unavailable>, where a
+  // full-state trace's frames know everything.
+  if (target.trace_frames() != nullptr &&
+      target.trace_frames()->tracepoint_definitions() != nullptr) {
+    out += ";qXfer:traceframe-info:read+";
+  }
+  // Deliberately never: binary-upload+ (changes `x` replies),
   // ConditionalBreakpoints+ (we do not evaluate agent expressions).
   return out;
 }

@@ -76,7 +76,14 @@ Reply HandleSelectTraceFrame(Session& session, std::string_view args) {
 }
 
 Reply HandleTraceStatus(Session& session, std::string_view) {
-  std::uint64_t frames = session.target().trace_frames()->frame_count();
+  TraceFrames* trace_frames = session.target().trace_frames();
+  // A trace recorded by tracepoints answers what its own status line says
+  // (`tstatus` then shows what it shows after `target tfile`).
+  if (const core::TracepointDefinitions* defs = trace_frames->tracepoint_definitions();
+      defs != nullptr && !defs->status.empty()) {
+    return Reply::Packet("T" + defs->status);
+  }
+  std::uint64_t frames = trace_frames->frame_count();
   std::string out = "T0;tnotrun:0;tframes:";
   AppendHexNumber(out, frames);
   out += ";tcreated:";
@@ -85,6 +92,52 @@ Reply HandleTraceStatus(Session& session, std::string_view) {
   return Reply::Packet(std::move(out));
 }
 
-Reply HandleTraceListEnd(Session&, std::string_view) { return Reply::Packet("l"); }
+namespace {
+
+// One definition per packet: `first` restarts the list (qTfP, qTfV).
+Reply NextDefinition(const std::vector<std::string>* lines, bool first, std::size_t& next) {
+  if (first) next = 0;
+  if (lines == nullptr || next >= lines->size()) return Reply::Packet("l");
+  return Reply::Packet((*lines)[next++]);
+}
+
+}  // namespace
+
+Reply HandleTracepointUpload(Session& session, bool first) {
+  const core::TracepointDefinitions* defs =
+      session.target().trace_frames()->tracepoint_definitions();
+  return NextDefinition(defs ? &defs->tracepoints : nullptr, first,
+                        session.state().tracepoint_upload_next);
+}
+
+Reply HandleVariableUpload(Session& session, bool first) {
+  const core::TracepointDefinitions* defs =
+      session.target().trace_frames()->tracepoint_definitions();
+  return NextDefinition(defs ? &defs->variables : nullptr, first,
+                        session.state().variable_upload_next);
+}
+
+Reply HandleTracepointStatus(Session& session, std::string_view args) {
+  // "<number>:<address>", both hex as gdb prints them; the answer is the
+  // tracepoint's `V<number>:<address>:<hits>:<usage>` upload line.
+  const core::TracepointDefinitions* defs =
+      session.target().trace_frames()->tracepoint_definitions();
+  if (defs == nullptr) return Reply::Empty();
+  const std::string prefix = "V" + std::string(args) + ":";
+  for (const std::string& line : defs->tracepoints) {
+    if (line.starts_with(prefix)) return Reply::Packet("V" + line.substr(prefix.size()));
+  }
+  return Reply::Empty();
+}
+
+Reply HandleTraceVariable(Session& session, std::string_view args) {
+  auto number = ParseHexU64(args);
+  if (!number || *number > kMaxNumber) return Reply::BadArguments("qTV: malformed variable number");
+  auto value = session.target().trace_frames()->TraceVariable(static_cast<std::int32_t>(*number));
+  if (!value) return Reply::Packet("U");
+  std::string out = "V";
+  AppendHexNumber(out, static_cast<std::uint64_t>(*value));
+  return Reply::Packet(std::move(out));
+}
 
 }  // namespace backstep::gdbstub

@@ -34,6 +34,23 @@ std::optional<QTFrameRequest> ParseQTFrame(std::string_view args);
 
 Reply HandleSelectTraceFrame(Session& session, std::string_view args);  // QTFrame:
 Reply HandleTraceStatus(Session& session, std::string_view args);       // qTStatus
-Reply HandleTraceListEnd(Session& session, std::string_view args);      // qTfP qTsP qTfV qTsV
+// Tracepoint and trace state variable upload: the target's definitions
+// (TraceFrames::tracepoint_definitions), one per packet, then `l`.
+// `first`: qTfP / qTfV (from the start), else qTsP / qTsV (the next one).
+Reply HandleTracepointUpload(Session& session, bool first);
+Reply HandleVariableUpload(Session& session, bool first);
+template <bool first>
+Reply HandleTracepointUploadPacket(Session& session, std::string_view) {  // qTfP qTsP
+  return HandleTracepointUpload(session, first);
+}
+template <bool first>
+Reply HandleVariableUploadPacket(Session& session, std::string_view) {  // qTfV qTsV
+  return HandleVariableUpload(session, first);
+}
+// qTP:<number>:<address>: `V<hits>:<usage>` as the file recorded them, else
+// empty (unknown).
+Reply HandleTracepointStatus(Session& session, std::string_view args);  // qTP:
+// qTV:<hex number>: `V<hex value>` at the selected frame, `U` if unknown.
+Reply HandleTraceVariable(Session& session, std::string_view args);  // qTV:
 
 }  // namespace backstep::gdbstub

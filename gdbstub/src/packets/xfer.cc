@@ -125,4 +125,14 @@ Reply HandleXferThreads(Session& session, std::string_view args) {
       XferChunk(document, request->offset, request->length, session.options().packet_size));
 }
 
+Reply HandleXferTraceframeInfo(Session& session, std::string_view args) {
+  auto request = ParseXferRead(args);
+  if (!request) return Reply::BadArguments("qXfer: malformed arguments");
+  if (!request->annex.empty()) return Reply::Fail("qXfer:traceframe-info: no such annex");
+  std::optional<std::string> document = session.target().trace_frames()->TraceframeInfo();
+  if (!document) return Reply::Fail("qXfer:traceframe-info: no trace frame is selected");
+  return Reply::Packet(
+      XferChunk(*document, request->offset, request->length, session.options().packet_size));
+}
+
 }  // namespace backstep::gdbstub

@@ -44,5 +44,7 @@ Reply HandleXferFeatures(Session& session, std::string_view args);
 Reply HandleXferAuxv(Session& session, std::string_view args);
 Reply HandleXferExecFile(Session& session, std::string_view args);
 Reply HandleXferThreads(Session& session, std::string_view args);
+// The selected trace frame's collection (TraceFrames::TraceframeInfo).
+Reply HandleXferTraceframeInfo(Session& session, std::string_view args);
 
 }  // namespace backstep::gdbstub

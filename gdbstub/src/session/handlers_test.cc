@@ -255,6 +255,41 @@ TEST(HandlersTest, MonitorCommands) {
   EXPECT_EQ(wire.Ask("qRcmd," + Hex("info")), "");
 }
 
+// A trace recorded by tracepoints: its definitions are uploaded one per
+// packet, its status line is qTStatus, its variables and collections answer
+// at the selected frame.
+TEST(HandlersTest, TracepointUploadStatusAndVariables) {
+  FakeTarget target;
+  target.definitions = core::TracepointDefinitions{
+      {"T2:401132:E:0:0", "A2:401132:M-1,404040,8", "V2:401132:5:a0"},
+      {"2:0:0:68697473"},
+      "0;tstop:0;tframes:f;tcreated:f;tfree:4f9c91;tsize:500000;circular:0;disconn:0"};
+  Wire wire(target);
+  EXPECT_NE(wire.Ask("qSupported:multiprocess+").find(";qXfer:traceframe-info:read+"),
+            std::string::npos);
+  EXPECT_EQ(wire.Ask("qTStatus"),
+            "T0;tstop:0;tframes:f;tcreated:f;tfree:4f9c91;tsize:500000;circular:0;disconn:0");
+  EXPECT_EQ(wire.Ask("qTfP"), "T2:401132:E:0:0");
+  EXPECT_EQ(wire.Ask("qTsP"), "A2:401132:M-1,404040,8");
+  EXPECT_EQ(wire.Ask("qTsP"), "V2:401132:5:a0");
+  EXPECT_EQ(wire.Ask("qTsP"), "l");
+  EXPECT_EQ(wire.Ask("qTsP"), "l");
+  EXPECT_EQ(wire.Ask("qTfP"), "T2:401132:E:0:0");  // starts over
+  EXPECT_EQ(wire.Ask("qTfV"), "2:0:0:68697473");
+  EXPECT_EQ(wire.Ask("qTsV"), "l");
+  EXPECT_EQ(wire.Ask("qTP:2:401132"), "V5:a0");
+  EXPECT_EQ(wire.Ask("qTP:3:401132"), "");
+  EXPECT_EQ(wire.Ask("qTV:2"), "U");  // no frame selected
+  EXPECT_EQ(wire.Ask("qXfer:traceframe-info:read::0,fff"), "E01");
+  EXPECT_EQ(wire.Ask("QTFrame:3"), "F3T2");
+  EXPECT_EQ(wire.Ask("qTV:2"), "Vfffffffffffffffd");  // -3
+  EXPECT_EQ(wire.Ask("qTV:7"), "U");
+  EXPECT_EQ(wire.Ask("qTV:zz"), "E16");
+  EXPECT_EQ(wire.Ask("qXfer:traceframe-info:read::0,fff"),
+            "l<traceframe-info><tvar id=\"2\"/></traceframe-info>");
+  EXPECT_EQ(wire.Ask("qXfer:traceframe-info:read:x:0,fff"), "E01");
+}
+
 TEST(HandlersTest, TraceFrames) {
   FakeTarget target;
   Wire wire(target);

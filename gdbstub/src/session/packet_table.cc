@@ -48,6 +48,7 @@ constexpr auto kRoutes = std::to_array<Route>({
     {"qXfer:auxv:read:", kPrefix, C::kAuxv, HandleXferAuxv},
     {"qXfer:exec-file:read:", kPrefix, C::kExecFile, HandleXferExecFile},
     {"qXfer:threads:read:", kPrefix, C::kNone, HandleXferThreads},
+    {"qXfer:traceframe-info:read:", kPrefix, C::kTraceFrames, HandleXferTraceframeInfo},
     // Threads (threads.h).
     {"H", kPrefix, C::kNone, HandleSetThread},
     {"T", kPrefix, C::kNone, HandleThreadAlive},
@@ -97,10 +98,12 @@ constexpr auto kRoutes = std::to_array<Route>({
     // tfind (trace_frames.h).
     {"QTFrame:", kPrefix, C::kTraceFrames, HandleSelectTraceFrame},
     {"qTStatus", kExact, C::kTraceFrames, HandleTraceStatus},
-    {"qTfP", kExact, C::kTraceFrames, HandleTraceListEnd},
-    {"qTsP", kExact, C::kTraceFrames, HandleTraceListEnd},
-    {"qTfV", kExact, C::kTraceFrames, HandleTraceListEnd},
-    {"qTsV", kExact, C::kTraceFrames, HandleTraceListEnd},
+    {"qTfP", kExact, C::kTraceFrames, HandleTracepointUploadPacket<true>},
+    {"qTsP", kExact, C::kTraceFrames, HandleTracepointUploadPacket<false>},
+    {"qTfV", kExact, C::kTraceFrames, HandleVariableUploadPacket<true>},
+    {"qTsV", kExact, C::kTraceFrames, HandleVariableUploadPacket<false>},
+    {"qTV:", kPrefix, C::kTraceFrames, HandleTraceVariable},
+    {"qTP:", kPrefix, C::kTraceFrames, HandleTracepointStatus},
 });
 
 }  // namespace

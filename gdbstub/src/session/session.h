@@ -74,6 +74,8 @@ struct SessionState {
   std::optional<std::uint32_t> selected_frame;    // QTFrame; nullopt: none
   StopReason last_stop = DoneStep{};              // for `?`
   std::vector<core::ThreadId> thread_list_rest;   // qsThreadInfo continuation
+  std::size_t tracepoint_upload_next = 0;         // qTsP continuation
+  std::size_t variable_upload_next = 0;           // qTsV continuation
 };
 
 class Session {

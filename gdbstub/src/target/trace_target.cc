@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "target/first_position.h"
+
 namespace backstep::gdbstub {
 
 core::Expected<std::unique_ptr<Target>> NewTraceTarget(std::shared_ptr<const core::Trace> trace,
@@ -19,13 +21,17 @@ TraceController* AsTraceController(Target& target) {
 core::Expected<std::unique_ptr<TraceTarget>> TraceTarget::Create(
     std::shared_ptr<const core::Trace> trace, TraceTargetOptions options) {
   BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<core::Cursor> cursor, trace->NewCursor());
+  BACKSTEP_ASSIGN_OR_RETURN(core::Position first, FirstPositionWithPc(*trace, *cursor));
   return std::unique_ptr<TraceTarget>(
-      new TraceTarget(std::move(trace), std::move(options), std::move(cursor)));
+      new TraceTarget(std::move(trace), std::move(options), std::move(cursor), first));
 }
 
 TraceTarget::TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOptions options,
-                         std::unique_ptr<core::Cursor> cursor)
-    : trace_(std::move(trace)), options_(std::move(options)), cursor_(std::move(cursor)) {
+                         std::unique_ptr<core::Cursor> cursor, core::Position first_position)
+    : trace_(std::move(trace)),
+      options_(std::move(options)),
+      cursor_(std::move(cursor)),
+      first_position_(first_position) {
   const core::ArchDescription& arch = trace_->arch();
   slots_ = arch.GdbLayout(options_.features);
   // NOTE: the session numbers registers 0..count-1 in `g` order; gdb's

@@ -95,11 +95,17 @@ class TraceTarget final : public Target,
   std::optional<TraceFrameHit> FindFrame(const TraceFrameQuery& query,
                                          std::optional<std::uint32_t> current) override;
   core::Status SelectFrame(std::optional<std::uint32_t> frame) override;
+  const core::TracepointDefinitions* tracepoint_definitions() override;
+  std::optional<std::int64_t> TraceVariable(std::int32_t number) override;
+  std::optional<std::string> TraceframeInfo() override;
 
   // ---- MonitorCommands (trace_target_monitor.cc)
   core::Expected<std::string> RunMonitorCommand(std::string_view command) override;
 
   const core::Trace& trace() const { return *trace_; }
+  // The first position whose pc is known: where the target starts and the
+  // beginning of the history it serves (see backstep/gdbstub/trace_target.h).
+  core::Position first_position() const { return first_position_; }
   bool watch_only_changes() const { return options_.watch_only_changes; }
 
  private:
@@ -117,7 +123,7 @@ class TraceTarget final : public Target,
   using MonitorArgs = std::vector<std::string_view>;
 
   TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOptions options,
-              std::unique_ptr<core::Cursor> cursor);
+              std::unique_ptr<core::Cursor> cursor, core::Position first_position);
 
   // The cursor reads answer from: the selected frame's, else the current one.
   core::Cursor& view() { return frame_cursor_active_ ? *frame_cursor_ : *cursor_; }
@@ -151,6 +157,10 @@ class TraceTarget final : public Target,
   // Whether the pc of the thread that executes event `position` (at the end:
   // the last thread) lies in [lo, hi] at that position. Moves frame_cursor_.
   bool PcOfPositionIn(std::uint64_t position, core::Address lo, core::Address hi);
+  // Calls visit(event) with the event of the tfile frame at position `at`;
+  // false if there is none (not a tfile, position 0, a read error).
+  template <typename Visit>
+  bool VisitFrameEvent(core::Position at, Visit visit);
 
   // ---- trace_target_monitor.cc
   core::Expected<std::string> MonitorHelp(const MonitorArgs& args);
@@ -174,6 +184,7 @@ class TraceTarget final : public Target,
   std::shared_ptr<const core::Trace> trace_;
   TraceTargetOptions options_;
   std::unique_ptr<core::Cursor> cursor_;
+  core::Position first_position_;               // history begins here for the client
   std::unique_ptr<core::Cursor> frame_cursor_;  // created by the first SelectFrame
   bool frame_cursor_active_ = false;
   core::Position selected_position_;  // of frame_cursor_ while active

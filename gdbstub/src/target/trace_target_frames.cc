@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "index/trace_index.h"
+#include "protocol/hex.h"
 #include "target/trace_target.h"
 
 namespace backstep::gdbstub {
@@ -161,6 +162,58 @@ core::Status TraceTarget::SelectFrame(std::optional<std::uint32_t> frame) {
   BACKSTEP_RETURN_IF_ERROR(frame_cursor_->Seek(selected_position_));
   frame_cursor_active_ = true;
   return core::Status::Ok();
+}
+
+const core::TracepointDefinitions* TraceTarget::tracepoint_definitions() {
+  const std::optional<core::TracepointDefinitions>& defs = trace_->header().tracepoints;
+  return defs ? &*defs : nullptr;
+}
+
+template <typename Visit>
+bool TraceTarget::VisitFrameEvent(core::Position at, Visit visit) {
+  // A tfile frame at position p is event p - 1's collection.
+  if (!frames_are_events() || at.value == 0) return false;
+  auto cursor = trace_->AcquireCursor();
+  if (!cursor.ok()) return false;
+  bool visited = false;
+  if ((*cursor)->Seek(core::Position(at.value - 1)).ok()) {
+    if (auto event = (*cursor)->CurrentEvent(); event.ok()) {
+      visit(**event);
+      visited = true;
+    }
+  }
+  trace_->ReleaseCursor(std::move(*cursor));
+  return visited;
+}
+
+std::optional<std::int64_t> TraceTarget::TraceVariable(std::int32_t number) {
+  // As gdb's `target tfile`: only the viewed frame's own V blocks count.
+  const core::Position at = frame_cursor_active_ ? selected_position_ : cursor_->position();
+  std::optional<std::int64_t> value;
+  VisitFrameEvent(at, [&](const core::Event& event) {
+    for (const core::TraceVariableValue& v : event.variables) {
+      if (v.number == number) value = v.value;
+    }
+  });
+  return value;
+}
+
+std::optional<std::string> TraceTarget::TraceframeInfo() {
+  if (!frame_cursor_active_) return std::nullopt;
+  std::string xml = "<traceframe-info>";
+  VisitFrameEvent(selected_position_, [&](const core::Event& event) {
+    for (const core::MemoryAccess& m : event.writes) {
+      xml += "<memory start=\"0x";
+      AppendHexNumber(xml, m.address);
+      xml += "\" length=\"0x";
+      AppendHexNumber(xml, m.data.size());
+      xml += "\"/>";
+    }
+    for (const core::TraceVariableValue& v : event.variables) {
+      xml += "<tvar id=\"" + std::to_string(v.number) + "\"/>";
+    }
+  });
+  return xml + "</traceframe-info>";
 }
 
 }  // namespace backstep::gdbstub

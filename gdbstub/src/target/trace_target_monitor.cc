@@ -139,6 +139,10 @@ core::Expected<std::string> TraceTarget::MonitorInfo(const MonitorArgs&) {
   out += threads.empty() ? "\n" : threads.size() > 16 ? ", ...)\n" : ")\n";
   out += "position:   " + std::to_string(position().value) + " (thread " +
          std::to_string(current_thread().value) + ")\n";
+  if (first_position_.value != 0) {
+    out += "start:      " + std::to_string(first_position_.value) +
+           " (the first position whose pc is known; history begins there)\n";
+  }
   out += std::string("reads:      ") +
          (header.records_reads ? "recorded (rwatch/awatch available)\n" : "not recorded\n");
   const core::IndexStatus& index = trace_->index_status();
@@ -190,6 +194,14 @@ core::Expected<std::string> TraceTarget::MonitorGoto(const MonitorArgs& args) {
   if (*target > end) {
     return core::Status::OutOfRange("position " + std::to_string(*target) + " is past the end (" +
                                     std::to_string(end) + ")");
+  }
+  if (*target < first_position_.value) {
+    return core::Status::OutOfRange(
+        "position " + std::to_string(*target) +
+        " is before the first position whose pc is known (" +
+        std::to_string(first_position_.value) +
+        "): gdb and LLDB cannot show a state without a pc; 'monitor goto " +
+        std::to_string(first_position_.value) + "' is the earliest");
   }
   ArmGoto(core::Position(*target));
   return "goto " + std::to_string(*target) +

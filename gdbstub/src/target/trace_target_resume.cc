@@ -2,6 +2,7 @@
 // the armed moves of the monitor commands. The rules are docs/rsp.md §6;
 // continues are core::RunUntil (which encodes them), steps use the index's
 // per-thread event lists.
+#include <algorithm>
 #include <utility>
 
 #include "index/trace_index.h"
@@ -56,7 +57,7 @@ core::Expected<StopReason> TraceTarget::ResumeBackward(ResumeKind kind,
 }
 
 void TraceTarget::ArmGoto(core::Position p) {
-  armed_ = ArmedGoto{std::min(p, core::Position(trace_->event_count()))};
+  armed_ = ArmedGoto{std::clamp(p, first_position_, core::Position(trace_->event_count()))};
 }
 
 std::optional<core::Expected<StopReason>> TraceTarget::RunArmedMove(
@@ -94,6 +95,7 @@ core::Expected<StopReason> TraceTarget::Step(core::Direction direction,
   std::optional<std::uint64_t> event =
       forward ? index.NextEventOfThread(*ti, p) : index.PrevEventOfThread(*ti, p);
   if (!event) return Edge(direction);
+  if (!forward && *event < first_position_.value) return Edge(direction);  // no pc before it
   core::Position land(*event);
   if (forward) land = core::Position(index.NextEventOfThread(*ti, *event + 1).value_or(*event + 1));
 
@@ -143,6 +145,7 @@ core::StopCondition TraceTarget::Condition(const std::atomic<bool>* interrupt) c
     watch.only_changes = w.kind == WatchKind::kWrite && options_.watch_only_changes;
     condition.watches.push_back(watch);
   }
+  condition.fence_low = first_position_;
   condition.interrupt = interrupt;
   return condition;
 }
@@ -179,6 +182,8 @@ StopReason TraceTarget::ToStopReason(const core::StopEvent& stop) const {
     case Reason::kInterrupted:
       return Interrupted{};
     case Reason::kFence:
+      // The only fence of a continue is the start of the served history.
+      if (stop.position == first_position_) return HistoryEdge{HistoryEdge::Side::kBegin};
       break;
   }
   return DoneStep{};

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -89,6 +90,67 @@ TEST_F(TraceTargetTfile, PcSearchesMatchTheFramesPcs) {
   auto value = target_->ReadRegister(target_->current_thread(), 16);
   ASSERT_TRUE(value.ok() && value->all_known());
   EXPECT_EQ(value->bytes[0], 0xe8);
+}
+
+// Position 0 of a tfile is the state before its first frame: no pc. The
+// target starts at the first frame, and its history begins there.
+TEST_F(TraceTargetTfile, StartsAtTheFirstPositionWithAKnownPc) {
+  EXPECT_EQ(target_->first_position(), core::Position(1));
+  EXPECT_EQ(target_->position(), core::Position(1));
+  auto back = target_->ResumeBackward(ResumeKind::kStep, std::nullopt, nullptr);
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(std::holds_alternative<HistoryEdge>(*back));
+  back = target_->ResumeBackward(ResumeKind::kContinue, std::nullopt, nullptr);
+  ASSERT_TRUE(back.ok());
+  ASSERT_TRUE(std::holds_alternative<HistoryEdge>(*back));
+  EXPECT_EQ(std::get<HistoryEdge>(*back).side, HistoryEdge::Side::kBegin);
+  EXPECT_EQ(target_->position(), core::Position(1));
+
+  auto refused = target_->RunMonitorCommand("goto 0");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("before the first position whose pc is known (1)"),
+            std::string::npos)
+      << refused.status().message();
+  target_->ArmGoto(core::Position(0));  // the controller API clamps
+  ASSERT_TRUE(target_->Resume(ResumeKind::kStep, std::nullopt, nullptr).ok());
+  EXPECT_EQ(target_->position(), core::Position(1));
+  auto info = target_->RunMonitorCommand("info");
+  ASSERT_TRUE(info.ok());
+  EXPECT_NE(info->find("start:      1 (the first position whose pc is known"), std::string::npos);
+
+  // Going forward and back again stops at the start, never before it.
+  ASSERT_TRUE(target_->Resume(ResumeKind::kStep, std::nullopt, nullptr).ok());
+  EXPECT_EQ(target_->position(), core::Position(2));
+  ASSERT_TRUE(target_->ResumeBackward(ResumeKind::kStep, std::nullopt, nullptr).ok());
+  EXPECT_EQ(target_->position(), core::Position(1));
+}
+
+// What gdb uploads at connection and asks of a frame (qTfP, qTfV, qTStatus,
+// qTV, qXfer:traceframe-info), from the file's own definitions.
+TEST_F(TraceTargetTfile, TracepointDefinitionsVariablesAndCollections) {
+  const core::TracepointDefinitions* defs = target_->tracepoint_definitions();
+  ASSERT_NE(defs, nullptr);
+  ASSERT_FALSE(defs->tracepoints.empty());
+  EXPECT_EQ(defs->tracepoints[0], "T2:401132:E:0:0");
+  EXPECT_NE(std::find(defs->tracepoints.begin(), defs->tracepoints.end(), "V2:401132:3:100"),
+            defs->tracepoints.end());
+  EXPECT_EQ(defs->variables,
+            (std::vector<std::string>{"1:0:1:74726163655f74696d657374616d70", "2:0:0:68697473"}));
+
+  EXPECT_FALSE(target_->TraceframeInfo());  // no frame selected
+  ASSERT_TRUE(target_->SelectFrame(0).ok());
+  EXPECT_EQ(target_->TraceframeInfo(),
+            "<traceframe-info><memory start=\"0x404060\" length=\"0x40\"/>"
+            "<memory start=\"0x404040\" length=\"0x8\"/></traceframe-info>");
+  EXPECT_FALSE(target_->TraceVariable(2));
+  ASSERT_TRUE(target_->SelectFrame(1).ok());
+  EXPECT_EQ(target_->TraceVariable(2), 1);
+  EXPECT_FALSE(target_->TraceVariable(9));
+  EXPECT_EQ(target_->TraceframeInfo(), "<traceframe-info><tvar id=\"2\"/></traceframe-info>");
+  ASSERT_TRUE(target_->SelectFrame(4).ok());
+  EXPECT_EQ(target_->TraceVariable(9), -3);
+  ASSERT_TRUE(target_->SelectFrame(std::nullopt).ok());
+  EXPECT_FALSE(target_->TraceVariable(2));  // the current position is frame 0's
 }
 
 }  // namespace

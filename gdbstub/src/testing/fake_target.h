@@ -68,6 +68,9 @@ class FakeTarget : public Target,
   std::string exec_path;  // empty: qXfer:exec-file is not offered
   std::uint64_t position = 0;
   std::optional<std::uint32_t> selected_frame;
+  // A trace recorded by tracepoints (nullopt: none): uploaded, and with it
+  // trace state variable 2 (= -frame at a selected frame) and traceframe-info.
+  std::optional<core::TracepointDefinitions> definitions;
   std::set<std::pair<BreakpointType, core::Address>> inserted_breakpoints;
   std::set<WatchRange> inserted_watchpoints;
   std::optional<core::ThreadId> last_resume_thread;
@@ -108,6 +111,17 @@ class FakeTarget : public Target,
   std::optional<TraceFrameHit> FindFrame(const TraceFrameQuery& query,
                                          std::optional<std::uint32_t> current) override;
   core::Status SelectFrame(std::optional<std::uint32_t> frame) override;
+  const core::TracepointDefinitions* tracepoint_definitions() override {
+    return definitions ? &*definitions : nullptr;
+  }
+  std::optional<std::int64_t> TraceVariable(std::int32_t number) override {
+    if (!selected_frame || number != 2) return std::nullopt;
+    return -static_cast<std::int64_t>(*selected_frame);  // $v2 = -frame
+  }
+  std::optional<std::string> TraceframeInfo() override {
+    if (!selected_frame) return std::nullopt;
+    return "<traceframe-info><tvar id=\"2\"/></traceframe-info>";
+  }
   core::Expected<std::string> RunMonitorCommand(std::string_view command) override;
   MemoryRegion RegionAt(core::Address addr) override;
 

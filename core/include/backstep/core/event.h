@@ -45,14 +45,22 @@ struct MemoryAccess {
   std::span<const std::uint8_t> data;
 };
 
+// A trace state variable's value collected with a tfile frame (a `V`
+// block): gdb's `$name` at that frame.
+struct TraceVariableValue {
+  std::int32_t number = 0;
+  std::int64_t value = 0;
+};
+
 struct Event {
   ThreadId thread;
   EventKind kind = EventKind::kInstruction;
   std::uint32_t flags = 0;
-  std::string_view description;          // "other" events: "page fault", ... (view; see above)
-  std::vector<RegisterWrite> registers;  // in order of application
-  std::vector<MemoryAccess> writes;      // in order of application
-  std::vector<MemoryAccess> reads;       // values observed in state t
+  std::string_view description;               // "other" events: "page fault", ... (view; see above)
+  std::vector<RegisterWrite> registers;       // in order of application
+  std::vector<MemoryAccess> writes;           // in order of application
+  std::vector<MemoryAccess> reads;            // values observed in state t
+  std::vector<TraceVariableValue> variables;  // kFrame: trace state variables it collected
 
   // Empties the event, keeping the vectors' capacity.
   void Clear() {
@@ -63,6 +71,7 @@ struct Event {
     registers.clear();
     writes.clear();
     reads.clear();
+    variables.clear();
   }
 };
 

@@ -41,6 +41,18 @@ struct MemoryRegion {
   std::string name;  // mapping name, or "" (REVEN regions have none)
 };
 
+// What a trace recorded by gdb tracepoints (a tfile) defines, in gdb's
+// upload syntax: the remote protocol's qTfP/qTsP, qTfV/qTsV and qTStatus
+// replies and a tfile's `tp`, `tsv` and `status` lines are the same text
+// (gdb parses both with parse_tracepoint_definition, parse_tsv_definition and
+// parse_trace_status), so a server hands gdb the same tracepoints, trace
+// state variables and status as `target tfile` shows.
+struct TracepointDefinitions {
+  std::vector<std::string> tracepoints;  // "T2:401132:E:4:0", "A2:401132:R0fff", "Z2:...", ...
+  std::vector<std::string> variables;    // "2:0:0:68697473" ($hits, initial 0)
+  std::string status;                    // "0;tstop:0;tframes:f;..." ("" if the file has none)
+};
+
 struct TraceHeader {
   std::string format;  // registry name: "reven", "usercorn", "tfile", ...
   const ArchDescription* arch = nullptr;
@@ -53,6 +65,8 @@ struct TraceHeader {
   // Free-form facts for `backstep info`: tool name, version, date, static
   // registers ("cpuid_max_phy_addr" -> "0x28"), ...
   std::vector<std::pair<std::string, std::string>> properties;
+  // Set for traces recorded by gdb tracepoints (tfile).
+  std::optional<TracepointDefinitions> tracepoints;
 };
 
 // Opaque resume point. Only the reader that produced it interprets it.

@@ -101,12 +101,34 @@ Status TfileReader::BuildLayout() {
   return Status::Ok();
 }
 
+namespace {
+
+// The definitions as gdb's remote upload sends them: the tfile lines without
+// their keyword ("tp ", "tsv ", "status ").
+TracepointDefinitions UploadDefinitions(const TfileDefinitions& defs) {
+  TracepointDefinitions out;
+  for (const TfileTracepoint& tp : defs.tracepoints) {
+    for (std::string& line : FormatTfileTracepointLines(tp)) {
+      out.tracepoints.push_back(line.substr(line.find(' ') + 1));
+    }
+  }
+  for (const TfileTsv& tsv : defs.tsvs) {
+    const std::string line = FormatTfileTsvLine(tsv);
+    out.variables.push_back(line.substr(line.find(' ') + 1));
+  }
+  if (defs.status) out.status = defs.status->line;
+  return out;
+}
+
+}  // namespace
+
 void TfileReader::FillHeader(const TfileScan& scan) {
   header_.format = "tfile";
   header_.arch = &X86_64();
   header_.address_kind = AddressKind::kVirtual;
   header_.records_reads = false;
   if (defs_.status && defs_.status->frames) header_.declared_events = *defs_.status->frames;
+  header_.tracepoints = UploadDefinitions(defs_);
   auto& p = header_.properties;
   const std::uint64_t r = *defs_.register_block_size;
   p.emplace_back("register block", HexU64(r) + " (" + std::to_string(r) + " bytes)");
@@ -207,6 +229,7 @@ Expected<bool> TfileReader::Next(Event* event) {
   }
   description_ = "tracepoint " + std::to_string(frame_.header.tpnum);
   for (const TfileTsvValue& v : frame_.tsv_values) {
+    event->variables.push_back({v.number, v.value});
     const std::string name = TsvName(v.number);
     description_ += ", " + (name.empty() ? "tsv " + std::to_string(v.number) : "$" + name) + " = " +
                     std::to_string(v.value);

@@ -22,6 +22,7 @@
 
 #include "backstep/core/expected.h"
 #include "backstep/core/status.h"
+#include "backstep/core/trace_reader.h"
 #include "backstep/core/types.h"
 #include "backstep/gdbstub/stop_reason.h"
 
@@ -108,6 +109,22 @@ class TraceFrames {
   // From now on, Target register and memory reads answer at `frame`'s
   // position; nullopt returns them to the current position.
   virtual core::Status SelectFrame(std::optional<std::uint32_t> frame) = 0;
+  // The tracepoints, trace state variables and status of a trace recorded by
+  // gdb tracepoints, uploaded to gdb at connection (qTfP/qTsP, qTfV/qTsV) and
+  // answered to qTStatus. nullptr: none (one implicit tracepoint).
+  virtual const core::TracepointDefinitions* tracepoint_definitions() { return nullptr; }
+  // Trace state variable `number` at the selected frame (else at the current
+  // position's frame), for qTV; nullopt: not collected there.
+  virtual std::optional<std::int64_t> TraceVariable(std::int32_t number) {
+    (void)number;
+    return std::nullopt;
+  }
+  // qXfer:traceframe-info:read for the selected frame: what it collected
+  // (<memory start= length=/> ranges, <tvar id=/>), so gdb shows everything
+  // else as <unavailable>, as after `target tfile`. Offered in qSupported only
+  // when tracepoint_definitions() is set (frames that know only what they
+  // collected); nullopt: no frame is selected.
+  virtual std::optional<std::string> TraceframeInfo() { return std::nullopt; }
 };
 
 // qRcmd (`monitor ...`).
