@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "target/trace_target.h"
+#include "trace_target/trace_target.h"
 #include "testing/tfile_fixtures.h"
 
 namespace backstep::gdbstub {

@@ -14,7 +14,7 @@
 
 #include "backstep/core/format_registry.h"
 #include "backstep/core/trace_writer.h"
-#include "target/trace_target_test_util.h"
+#include "trace_target/trace_target_test_util.h"
 #include "testing/fake_trace.h"
 
 namespace backstep::gdbstub {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "backstep/core/cursor.h"
-#include "target/trace_target.h"
+#include "trace_target/trace_target.h"
 #include "testing/fake_trace.h"
 #include "testing/fake_trace_generator.h"
 

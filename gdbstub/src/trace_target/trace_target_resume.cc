@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "index/trace_index.h"
-#include "target/trace_target.h"
+#include "trace_target/trace_target.h"
 
 namespace backstep::gdbstub {
 namespace {

@@ -1,4 +1,4 @@
-#include "target/trace_target.h"
+#include "trace_target/trace_target.h"
 
 #include <algorithm>
 #include <cassert>
