@@ -4,7 +4,7 @@
 // per-thread event lists.
 #include <utility>
 
-#include "index/trace_index.h"
+#include "backstep/core/trace_query.h"
 #include "trace_target/trace_target.h"
 
 namespace backstep::gdbstub {
@@ -83,19 +83,19 @@ core::Expected<StopReason> TraceTarget::Move(core::Direction direction, ResumeKi
 
 core::Expected<StopReason> TraceTarget::Step(core::Direction direction,
                                              std::optional<core::ThreadId> thread) {
-  const core::TraceIndex& index = trace_->index();
   const bool forward = direction == core::Direction::kForward;
   const std::uint64_t p = position().value;
   const core::ThreadId stepping = thread ? *thread : current_thread();
-  const std::optional<std::size_t> ti = index.ThreadIndexOf(stepping);
-  if (!ti) return Edge(direction);  // a thread without events never moves
-
-  // The event the step executes (forward) or un-executes (backward).
-  std::optional<std::uint64_t> event =
-      forward ? index.NextEventOfThread(*ti, p) : index.PrevEventOfThread(*ti, p);
+  // The event the step executes (forward) or un-executes (backward); a
+  // thread without events never moves.
+  std::optional<std::uint64_t> event = forward ? core::NextEventOfThread(*trace_, stepping, p)
+                                               : core::PrevEventOfThread(*trace_, stepping, p);
   if (!event) return Edge(direction);
   core::Position land(*event);
-  if (forward) land = core::Position(index.NextEventOfThread(*ti, *event + 1).value_or(*event + 1));
+  if (forward) {
+    land =
+        core::Position(core::NextEventOfThread(*trace_, stepping, *event + 1).value_or(*event + 1));
+  }
 
   // A step over a watched access reports the watchpoint, as hardware does
   // (and as gdb expects of reverse-stepi over a watched write).
@@ -152,7 +152,7 @@ core::Status TraceTarget::MoveTo(core::Position p, std::optional<core::ThreadId>
   // (sub-microsecond), where Seek() replays from a keyframe each time
   // (a `reverse-next` is thousands of `bs`, rsp.md §7).
   const core::Position from = cursor_->position();
-  const std::uint64_t reach = trace_->index().keyframe_interval();
+  const std::uint64_t reach = core::KeyframeInterval(*trace_);
   if (p < from && from - p <= reach) {
     while (cursor_->position() > p) BACKSTEP_RETURN_IF_ERROR(cursor_->StepBackward());
   } else if (p > from && p - from <= reach) {

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "backstep/testing/tfile_fixtures.h"
 #include "trace_target/trace_target.h"
-#include "testing/tfile_fixtures.h"
 
 namespace backstep::gdbstub {
 namespace {
