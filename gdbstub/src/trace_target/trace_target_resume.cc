@@ -15,30 +15,6 @@ StopReason Edge(core::Direction direction) {
                                                             : HistoryEdge::Side::kBegin};
 }
 
-WatchKind FromCore(core::WatchKind kind) {
-  switch (kind) {
-    case core::WatchKind::kRead:
-      return WatchKind::kRead;
-    case core::WatchKind::kAccess:
-      return WatchKind::kAccess;
-    case core::WatchKind::kWrite:
-      break;
-  }
-  return WatchKind::kWrite;
-}
-
-core::WatchKind ToCore(WatchKind kind) {
-  switch (kind) {
-    case WatchKind::kRead:
-      return core::WatchKind::kRead;
-    case WatchKind::kAccess:
-      return core::WatchKind::kAccess;
-    case WatchKind::kWrite:
-      break;
-  }
-  return core::WatchKind::kWrite;
-}
-
 }  // namespace
 
 core::Expected<StopReason> TraceTarget::Resume(ResumeKind kind,
@@ -99,7 +75,7 @@ core::Expected<StopReason> TraceTarget::Step(core::Direction direction,
 
   // A step over a watched access reports the watchpoint, as hardware does
   // (and as gdb expects of reverse-stepi over a watched write).
-  if (!watchpoints_.empty()) {
+  if (stop_points_.has_watchpoints()) {
     core::StopCondition condition = Condition(nullptr);
     condition.breakpoints.clear();
     if (forward) {
@@ -130,21 +106,7 @@ core::Expected<StopReason> TraceTarget::Continue(core::Direction direction,
 }
 
 core::StopCondition TraceTarget::Condition(const std::atomic<bool>* interrupt) const {
-  core::StopCondition condition;
-  condition.breakpoints.assign(sw_breakpoints_.begin(), sw_breakpoints_.end());
-  for (core::Address addr : hw_breakpoints_) {
-    if (!sw_breakpoints_.contains(addr)) condition.breakpoints.push_back(addr);
-  }
-  for (const WatchRange& w : watchpoints_) {
-    core::Watch watch;
-    watch.address = w.addr;
-    watch.length = w.length;
-    watch.kind = ToCore(w.kind);
-    watch.only_changes = w.kind == WatchKind::kWrite && options_.watch_only_changes;
-    condition.watches.push_back(watch);
-  }
-  condition.interrupt = interrupt;
-  return condition;
+  return stop_points_.Condition(options_.watch_only_changes, interrupt);
 }
 
 core::Status TraceTarget::MoveTo(core::Position p, std::optional<core::ThreadId> thread) {
@@ -168,10 +130,8 @@ StopReason TraceTarget::ToStopReason(const core::StopEvent& stop) const {
   using Reason = core::StopEvent::Reason;
   switch (stop.reason) {
     case Reason::kBreakpoint:
-      if (sw_breakpoints_.contains(stop.address)) return SwBreak{};
-      return HwBreak{};
     case Reason::kWatch:
-      return Watch{FromCore(stop.watch_kind), stop.address};
+      return stop_points_.ReasonFor(stop);
     case Reason::kHistoryBegin:
       return HistoryEdge{HistoryEdge::Side::kBegin};
     case Reason::kHistoryEnd:
