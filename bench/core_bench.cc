@@ -22,8 +22,8 @@
 #include "backstep/core/format_registry.h"
 #include "backstep/core/search.h"
 #include "backstep/core/trace.h"
+#include "backstep/testing/reven_generator.h"
 #include "benchmark/benchmark.h"
-#include "testing/reven_generator.h"
 
 namespace backstep::core {
 namespace {

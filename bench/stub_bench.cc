@@ -27,8 +27,8 @@
 #include "backstep/core/trace.h"
 #include "backstep/gdbstub/server.h"
 #include "backstep/gdbstub/trace_target.h"
+#include "backstep/testing/reven_generator.h"
 #include "benchmark/benchmark.h"
-#include "testing/reven_generator.h"
 
 namespace backstep::gdbstub {
 namespace {

@@ -4,10 +4,10 @@
 #include <vector>
 
 #include "backstep/core/cursor.h"
+#include "backstep/core/hex.h"
 #include "backstep/core/trace.h"
 #include "cli/cli.h"
 #include "cli/open_trace.h"
-#include "util/hex.h"
 
 namespace backstep::cli {
 namespace {

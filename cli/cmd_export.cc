@@ -1,15 +1,15 @@
 // backstep export TRACE -o OUT.tf [--from N] [--to M] [--every K | --at-pc ADDR ...]
 //                 [--mem ADDR:LEN ...]
 // Writes the selected positions as a gdb trace file for `target tfile`
-// (core/src/formats/tfile/tfile_exporter.h).
+// (backstep/core/tfile_export.h).
 #include <sys/stat.h>
 
 #include <cstdio>
 
+#include "backstep/core/hex.h"
+#include "backstep/core/tfile_export.h"
 #include "cli/cli.h"
 #include "cli/open_trace.h"
-#include "formats/tfile/tfile_exporter.h"
-#include "util/hex.h"
 
 namespace backstep::cli {
 

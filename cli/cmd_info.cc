@@ -2,10 +2,10 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "backstep/core/hex.h"
 #include "backstep/core/trace.h"
 #include "cli/cli.h"
 #include "cli/open_trace.h"
-#include "util/hex.h"
 
 namespace backstep::cli {
 

@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "testing/reven_fixtures.h"
-#include "testing/tfile_fixtures.h"
-#include "testing/usercorn_fixtures.h"
+#include "backstep/testing/reader_fuzz.h"
+#include "backstep/testing/reven_fixtures.h"
+#include "backstep/testing/tfile_fixtures.h"
 
 namespace {
 
@@ -118,15 +118,10 @@ bool SeedReven(const fs::path& dir) {
 // usercorn_fuzzer: small valid UCIR files from our writer (every op, both
 // chunk types, straddling chunks) and a generated program's trace.
 bool SeedUsercorn(const fs::path& dir) {
-  namespace t = backstep::core::testing;
-  using backstep::core::SnappyChunkMode;
-  return WriteBytes(dir, "small.ucir", t::SmallUsercornTrace()) &&
-         WriteBytes(dir, "small_stored.ucir",
-                    t::SmallUsercornTrace(SnappyChunkMode::kUncompressed)) &&
-         WriteBytes(dir, "small_compressed.ucir",
-                    t::SmallUsercornTrace(SnappyChunkMode::kCompressed, 65536)) &&
-         WriteBytes(dir, "generated.ucir",
-                    t::GeneratedUsercornTrace(1, 200, SnappyChunkMode::kAuto, 512));
+  for (const auto& [name, bytes] : backstep::core::testing::UsercornSeedFiles()) {
+    if (!WriteBytes(dir, name, bytes)) return false;
+  }
+  return true;
 }
 
 // tfile_fuzzer: small valid files from our writer (with and without tdesc,

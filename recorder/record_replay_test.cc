@@ -26,7 +26,7 @@
 #include <string>
 
 #include "backstep/core/byte_source.h"
-#include "formats/usercorn/usercorn_reader.h"
+#include "backstep/core/format_registry.h"
 #include "recorder/recorder.h"
 #include "recorder/usercorn_sink.h"
 
@@ -39,7 +39,7 @@ constexpr std::uint64_t kPageSize = 4096;
 
 // The replayed state: registers plus a sparse memory with known bytes.
 struct Replay {
-  explicit Replay(const core::UsercornReader& reader) : regs(core::X86_64()) {
+  explicit Replay(const core::TraceReader& reader) : regs(core::X86_64()) {
     regs = reader.InitialRegisters().at(0).second;
     for (const core::MemoryRegion& r : reader.header().regions) {
       for (core::Address a = r.start; a < r.start + r.size; a += kPageSize) {
@@ -280,7 +280,7 @@ TEST_P(RecordReplay, TraceMatchesLiveProgram) {
 
   auto source = core::MapFile(trace);
   ASSERT_TRUE(source.ok());
-  auto reader = core::UsercornReader::Open(*source);
+  auto reader = core::OpenTraceSource(*source);
   ASSERT_TRUE(reader.ok()) << reader.status().message();
   Replay replay(**reader);
   Live live(path);

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "formats/usercorn/usercorn_test_util.h"
+#include "backstep/testing/usercorn_reading.h"
 #include "recorder/recorder.h"
 #include "recorder/usercorn_sink.h"
 
@@ -33,7 +33,7 @@ struct Outcome {
 
 Outcome ReadAll(std::vector<std::uint8_t> bytes) {
   Outcome out;
-  auto r = core::usercorn_test::OpenBytes(std::move(bytes), kName);
+  auto r = core::testing::OpenUsercornBytes(std::move(bytes), kName);
   if (!r.ok()) {
     out.error = r.status();
     return out;
@@ -47,7 +47,7 @@ Outcome ReadAll(std::vector<std::uint8_t> bytes) {
       return out;
     }
     if (!*more) break;
-    out.events.push_back(core::usercorn_test::Summary(e));
+    out.events.push_back(core::testing::EventSummary(e));
   }
   return out;
 }

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "formats/usercorn/usercorn_registers.h"
-#include "formats/usercorn/usercorn_writer.h"
+#include "backstep/core/usercorn_recording.h"
+#include "backstep/core/usercorn_registers.h"
 
 namespace backstep::record {
 namespace {
@@ -48,12 +48,13 @@ core::UsercornMapping ToUsercorn(const Mapping& m) {
 }  // namespace
 
 core::Expected<std::unique_ptr<UsercornSink>> UsercornSink::Create(const std::string& path) {
-  core::Expected<std::unique_ptr<core::UsercornWriter>> w = core::UsercornWriter::CreateFile(path);
+  core::Expected<std::unique_ptr<core::UsercornRecordingWriter>> w =
+      core::CreateUsercornRecording(path);
   if (!w.ok()) return w.status();
   return std::unique_ptr<UsercornSink>(new UsercornSink(std::move(*w)));
 }
 
-UsercornSink::UsercornSink(std::unique_ptr<core::UsercornWriter> writer)
+UsercornSink::UsercornSink(std::unique_ptr<core::UsercornRecordingWriter> writer)
     : writer_(std::move(writer)) {}
 
 UsercornSink::~UsercornSink() = default;
@@ -111,7 +112,7 @@ core::Status UsercornSink::OnStart(const StartInfo& start) {
   Convert(start.registers, true);
   std::vector<core::UsercornRegisterValue> regs;
   for (const Reg& r : regs_) regs.push_back({r.unicorn, r.value});
-  std::vector<core::UsercornWriter::SpecialRegister> special;
+  std::vector<core::UsercornRecordingWriter::SpecialRegister> special;
   for (const auto& [unicorn, data] : special_) special.emplace_back(unicorn, data);
   std::vector<core::UsercornMapping> maps;
   for (const Mapping& m : start.mappings) maps.push_back(ToUsercorn(m));
@@ -128,7 +129,7 @@ void UsercornSink::OnInstruction(const InstructionRecord& insn) {
   Convert(insn.registers, false);
   std::vector<core::UsercornRegisterValue> regs;
   for (const Reg& r : regs_) regs.push_back({r.unicorn, r.value});
-  std::vector<core::UsercornWriter::SpecialRegister> special;
+  std::vector<core::UsercornRecordingWriter::SpecialRegister> special;
   for (const auto& [unicorn, data] : special_) special.emplace_back(unicorn, data);
   core::UsercornInstruction u;
   u.pc = insn.pc;

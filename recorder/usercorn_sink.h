@@ -1,5 +1,5 @@
 // UsercornSink: a RecordingSink that writes a usercorn UCIR trace through
-// core's UsercornWriter (core/src/formats/usercorn/usercorn_writer.h).
+// core's UsercornRecordingWriter (backstep/core/usercorn_recording.h).
 //
 // Registers go out by their Unicorn enum (usercorn_registers.h): values of
 // at most 8 bytes as REG, wider ones (xmm, x87 fpr) as SPREG. ymmNh, which
@@ -29,7 +29,7 @@
 #include "recorder/recording_sink.h"
 
 namespace backstep::core {
-class UsercornWriter;
+class UsercornRecordingWriter;
 }
 
 namespace backstep::record {
@@ -45,11 +45,11 @@ class UsercornSink final : public RecordingSink {
   core::Status Finish(bool exited) override;
 
  private:
-  explicit UsercornSink(std::unique_ptr<core::UsercornWriter> writer);
+  explicit UsercornSink(std::unique_ptr<core::UsercornRecordingWriter> writer);
   // Splits registers into REG values and SPREG data (kept in special_data_).
   void Convert(std::span<const core::RegisterWrite> registers, bool keyframe);
 
-  std::unique_ptr<core::UsercornWriter> writer_;
+  std::unique_ptr<core::UsercornRecordingWriter> writer_;
   struct Reg {
     std::uint16_t unicorn;
     std::uint64_t value;

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "backstep/core/format_registry.h"
+#include "backstep/testing/reven_generator.h"
 #include "gtest/gtest.h"
-#include "testing/reven_generator.h"
 
 namespace backstep::core {
 namespace {

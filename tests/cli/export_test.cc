@@ -12,8 +12,8 @@
 #include <string>
 
 #include "backstep/core/format_registry.h"
+#include "backstep/testing/reven_generator.h"
 #include "gtest/gtest.h"
-#include "testing/reven_generator.h"
 
 namespace backstep::core {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "testing/reven_generator.h"
+#include "backstep/testing/reven_generator.h"
 
 namespace {
 

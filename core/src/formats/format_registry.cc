@@ -1,13 +1,24 @@
 #include "backstep/core/format_registry.h"
 
-#include "formats/format_entries.h"
+#include "formats/format_entry.h"
+#include "formats/reven/reven_reader.h"
+#include "formats/reven/reven_trace_writer.h"
+#include "formats/tfile/tfile_reader.h"
+#include "formats/tfile/tfile_trace_writer.h"
+#include "formats/usercorn/usercorn_reader.h"
+#include "formats/usercorn/usercorn_trace_writer.h"
 #include "util/hex.h"
 
 namespace backstep::core {
 
 std::span<const FormatInfo> Formats() {
-  static const std::vector<FormatInfo> kFormats = {RevenFormatInfo(), TfileFormatInfo(),
-                                                   UsercornFormatInfo()};
+  // One line per format (formats/format_entry.h); sniffers are tried in
+  // this order.
+  static const std::vector<FormatInfo> kFormats = {
+      FormatEntry<RevenReader, RevenTraceWriter>(),
+      FormatEntry<TfileReader, TfileTraceWriter>(),
+      FormatEntry<UsercornReader, UsercornTraceWriter>(),
+  };
   return kFormats;
 }
 
@@ -16,6 +27,23 @@ const FormatInfo* FindFormat(std::string_view name) {
     if (f.name == name) return &f;
   }
   return nullptr;
+}
+
+Expected<std::unique_ptr<TraceWriter>> CreateTraceWriter(std::string_view name,
+                                                         const std::string& path) {
+  const FormatInfo* format = FindFormat(name);
+  if (format == nullptr) {
+    std::string names;
+    for (const FormatInfo& f : Formats()) {
+      if (f.create_writer) names += (names.empty() ? "" : ", ") + std::string(f.name);
+    }
+    return Status::InvalidArgument("unknown format '" + std::string(name) +
+                                   "' (writable: " + names + ")");
+  }
+  if (!format->create_writer) {
+    return Status::Unsupported("format '" + std::string(name) + "' has no writer");
+  }
+  return format->create_writer(path);
 }
 
 Expected<std::unique_ptr<TraceReader>> OpenTraceSource(std::shared_ptr<const ByteSource> source) {

@@ -12,6 +12,18 @@ TEST(FormatRegistry, KnowsReven) {
   EXPECT_EQ(FindFormat("no-such-format"), nullptr);
 }
 
+TEST(FormatRegistry, CreatesWritersByName) {
+  for (const FormatInfo& f : Formats()) {
+    auto writer = CreateTraceWriter(f.name, ::testing::TempDir() + "/w");
+    EXPECT_EQ(writer.ok(), static_cast<bool>(f.create_writer)) << f.name;
+  }
+  auto unknown = CreateTraceWriter("no-such-format", "/tmp/x");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown.status().message().find("no-such-format"), std::string::npos);
+  EXPECT_NE(unknown.status().message().find("reven"), std::string::npos);
+}
+
 TEST(FormatRegistry, UnknownBytesGiveAClearError) {
   auto r = OpenTraceSource(MemorySource({'E', 'L', 'F', 0, 1, 2, 3, 4, 5}, "mystery.dat"));
   ASSERT_FALSE(r.ok());

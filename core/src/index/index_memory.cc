@@ -112,6 +112,9 @@ Expected<std::optional<AccessHit>> TraceIndex::PrevAccess(
   const auto o2 = static_cast<std::uint32_t>(o1 + (hi - lo));
   const std::uint64_t mask = LineMask(o1, o2 - o1);
   std::uint64_t scanned = 0;
+  // Newest segment first: segments split the events in order, so the first
+  // segment with a hit holds the latest access and older segments (each a
+  // binary search for the page) are only opened when the newer ones miss.
   for (std::uint64_t s = SegmentIndexOf(before - 1) + 1; s-- > 0;) {
     const auto rec = FindPage(segment(s), list, page);
     if (!rec) continue;

@@ -20,7 +20,7 @@
 #include <memory>
 #include <string>
 
-#include "backstep/core/trace.h"
+#include "backstep/core/open_options.h"
 #include "index/trace_index.h"
 
 namespace backstep::core {

@@ -10,12 +10,13 @@
 #include <random>
 
 #include "backstep/core/cursor.h"
+#include "backstep/testing/fake_trace.h"
+#include "backstep/testing/fake_trace_generator.h"
 #include "index/index_format.h"
 #include "index/index_hash.h"
 #include "index/index_store.h"
 #include "index/trace_index.h"
-#include "testing/fake_trace.h"
-#include "testing/fake_trace_generator.h"
+#include "replay/trace_index_of.h"
 #include "testing/trace_oracle.h"
 
 namespace backstep::core {
@@ -315,7 +316,7 @@ TEST(PcIndexTest, MatchesOracleScan) {
   options.index_memory_budget = 4000;  // many segments
   auto trace = testing::OpenFakeInMemory(fake, options);
   ASSERT_TRUE(trace.ok());
-  const TraceIndex& index = (*trace)->index();
+  const TraceIndex& index = TraceIndexOf(**trace);
   const auto pcs = testing::FakePcPool();
   std::mt19937_64 rng(3);
   for (int i = 0; i < 500; ++i) {

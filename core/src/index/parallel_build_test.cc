@@ -18,17 +18,18 @@
 #include "backstep/core/format_registry.h"
 #include "backstep/core/search.h"
 #include "backstep/core/trace.h"
+#include "backstep/testing/fake_trace.h"
+#include "backstep/testing/fake_trace_generator.h"
+#include "backstep/testing/reven_generator.h"
 #include "index/index_builder.h"
 #include "index/index_part_builder.h"
 #include "index/index_part_sink.h"
 #include "index/index_relocate.h"
 #include "index/index_sink.h"
 #include "index/trace_index.h"
-#include "testing/fake_trace.h"
-#include "testing/fake_trace_generator.h"
+#include "replay/trace_index_of.h"
 #include "testing/naive_search.h"
 #include "testing/resume_points.h"
-#include "testing/reven_generator.h"
 #include "testing/trace_oracle.h"
 
 namespace backstep::core {
@@ -111,7 +112,7 @@ void ExpectSameAnswers(const Trace& single, const Trace& parallel, testing::Trac
   ASSERT_EQ(parallel.event_count(), n);
   ASSERT_EQ(oracle.event_count(), n);
   ASSERT_EQ(parallel.threads(), single.threads());
-  ExpectSameTables(single.index(), parallel.index());
+  ExpectSameTables(TraceIndexOf(single), TraceIndexOf(parallel));
   std::mt19937_64 rng(seed);
   for (int i = 0; i < 40; ++i) positions.push_back(rng() % (n + 1));
   positions.push_back(0);

@@ -67,6 +67,8 @@ Expected<Translation> Walk8(std::span<const Level> levels, Address table,
       if (level.shift == 30 && !regs.has_1g_pages) {
         return WalkError(va, level.name, at, "maps a 1 GiB page but the CPU has none");
       }
+      // The frame bits below the large page's size are its offset, not
+      // part of a table address: mask them off before adding va's offset.
       const std::uint64_t size = std::uint64_t{1} << level.shift;
       return Translation{(*entry & frame_mask & ~(size - 1)) | (va & (size - 1)), size};
     }
@@ -81,6 +83,9 @@ Expected<Translation> WalkLongMode(const PagingRegisters& regs, Address va,
   const unsigned va_bits = la57 ? 57 : 48;
   const auto canonical =
       static_cast<Address>(static_cast<std::int64_t>(va << (64 - va_bits)) >> (64 - va_bits));
+  // A non-canonical address faults on the CPU before any table is read;
+  // walking it would index the tables with its high bits and invent a
+  // translation no instruction could have used.
   if (canonical != va) {
     return Status::InvalidArgument("page walk of " + HexU64(va) + ": not canonical (" +
                                    std::to_string(va_bits) + "-bit virtual addresses)");

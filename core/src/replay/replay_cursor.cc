@@ -5,11 +5,12 @@
 #include <cstring>
 
 #include "paging/x86_paging.h"
+#include "replay/trace_index_of.h"
 
 namespace backstep::core {
 
 ReplayCursor::ReplayCursor(const Trace& trace, std::unique_ptr<TraceReader> reader)
-    : trace_(trace), index_(trace.index()), reader_(std::move(reader)) {
+    : trace_(trace), index_(TraceIndexOf(trace)), reader_(std::move(reader)) {
   regs_.assign(index_.thread_count(), RegisterFile(trace.arch()));
   TraceReader* r = reader_.get();
   image_ = [r](Address a, std::span<std::uint8_t> out, std::span<std::uint8_t> known) {

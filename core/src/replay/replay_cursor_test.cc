@@ -7,8 +7,8 @@
 #include <random>
 #include <thread>
 
+#include "backstep/testing/fake_trace.h"
 #include "testing/cross_check.h"
-#include "testing/fake_trace.h"
 #include "testing/trace_oracle.h"
 
 namespace backstep::core {

@@ -6,6 +6,7 @@
 #include "backstep/core/format_registry.h"
 #include "index/index_store.h"
 #include "replay/replay_cursor.h"
+#include "replay/trace_index_of.h"
 
 namespace backstep::core {
 
@@ -46,6 +47,8 @@ Trace::~Trace() {
   // Pooled cursors refer to this trace: drop them before the index.
   pool_.clear();
 }
+
+const TraceIndex& TraceIndexOf(const Trace& trace) { return *trace.index_; }
 
 const TraceHeader& Trace::header() const { return reader_->header(); }
 

@@ -9,7 +9,7 @@ namespace backstep::core {
 namespace {
 
 Status CheckReads(const Trace& trace) {
-  if (trace.index().records_reads()) return Status();
+  if (TraceIndexOf(trace).records_reads()) return Status();
   return Status::InvalidArgument(trace.path() + ": the trace records no memory reads");
 }
 
@@ -25,10 +25,10 @@ Expected<std::optional<Access>> Nearest(const Trace& trace, AccessListKind list,
   std::optional<AccessHit> best;
   const NativeRange* best_range = nullptr;
   for (const NativeRange& r : ranges) {
-    BACKSTEP_ASSIGN_OR_RETURN(std::optional<AccessHit> hit,
-                              forward
-                                  ? trace.index().NextAccess(list, r.lo, r.hi, at.value, nullptr)
-                                  : trace.index().PrevAccess(list, r.lo, r.hi, at.value, nullptr));
+    BACKSTEP_ASSIGN_OR_RETURN(
+        std::optional<AccessHit> hit,
+        forward ? TraceIndexOf(trace).NextAccess(list, r.lo, r.hi, at.value, nullptr)
+                : TraceIndexOf(trace).PrevAccess(list, r.lo, r.hi, at.value, nullptr));
     if (hit && (!best || (forward ? hit->entry.event < best->entry.event
                                   : hit->entry.event > best->entry.event))) {
       best = hit;
@@ -43,7 +43,7 @@ Expected<std::optional<Access>> Nearest(const Trace& trace, AccessListKind list,
 void Collect(const Trace& trace, AccessListKind list, const NativeRange& r, std::uint64_t from,
              std::uint64_t to, std::size_t max, std::vector<Access>& out) {
   std::size_t n = 0;
-  trace.index().ScanAccesses(list, r.lo, r.hi, from, to, [&](const AccessHit& hit) {
+  TraceIndexOf(trace).ScanAccesses(list, r.lo, r.hi, from, to, [&](const AccessHit& hit) {
     out.push_back(GatherAccess(trace, list, hit, r));
     return ++n < max;
   });
@@ -83,7 +83,8 @@ Expected<std::vector<Access>> History(const Trace& trace, Address address, std::
   for (const NativeRange& r : ranges) {
     if (max == 0) break;
     Collect(trace, kWriteList, r, from.value, end, max, all);
-    if (trace.index().records_reads()) Collect(trace, kReadList, r, from.value, end, max, all);
+    if (TraceIndexOf(trace).records_reads())
+      Collect(trace, kReadList, r, from.value, end, max, all);
   }
   auto key = [](const Access& a) { return std::tuple(a.event, a.is_write, a.address, a.data); };
   std::sort(all.begin(), all.end(),

@@ -9,9 +9,9 @@
 #include "backstep/core/cursor.h"
 #include "backstep/core/search.h"
 #include "backstep/core/trace.h"
-#include "testing/fake_trace.h"
+#include "backstep/testing/fake_trace.h"
+#include "backstep/testing/reven_generator.h"
 #include "testing/naive_search.h"
-#include "testing/reven_generator.h"
 #include "testing/trace_oracle.h"
 
 namespace backstep::core {

@@ -25,7 +25,7 @@ struct Candidate {
 class Search {
  public:
   Search(const Trace& trace, std::uint64_t from, const StopCondition& c)
-      : trace_(trace), index_(trace.index()), from_(from), c_(c), changes_(trace) {}
+      : trace_(trace), index_(TraceIndexOf(trace)), from_(from), c_(c), changes_(trace) {}
 
   Expected<StopEvent> Run(Direction direction);
 

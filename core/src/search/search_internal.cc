@@ -10,7 +10,7 @@ namespace backstep::core {
 Expected<std::vector<NativeRange>> NativeRanges(const Trace& trace, Address address,
                                                 std::uint64_t length, AddressKind kind,
                                                 Position at) {
-  const bool physical = trace.index().physical();
+  const bool physical = TraceIndexOf(trace).physical();
   if (!physical && kind == AddressKind::kPhysical) {
     return Status::Unsupported(trace.path() + ": physical addresses in a trace of virtual ones");
   }
@@ -37,7 +37,7 @@ Expected<std::vector<NativeRange>> NativeRanges(const Trace& trace, Address addr
 
 Access GatherAccess(const Trace& trace, AccessListKind list, const AccessHit& hit,
                     const NativeRange& range) {
-  const TraceIndex& index = trace.index();
+  const TraceIndex& index = TraceIndexOf(trace);
   const AccessEntry& e = hit.entry;
   Access a;
   a.event = e.event;
@@ -69,7 +69,7 @@ ThreadId ThreadAround(const TraceIndex& index, std::uint64_t event) {
 ChangeDetector::ChangeDetector(const Trace& trace) : trace_(trace) {}
 
 bool ChangeDetector::Changes(std::uint64_t w, const std::vector<NativeRange>& ranges) {
-  const TraceIndex& index = trace_.index();
+  const TraceIndex& index = TraceIndexOf(trace_);
   const ImageReadFn image = [this](Address a, std::span<std::uint8_t> out,
                                    std::span<std::uint8_t> known) {
     trace_.ReadInitialMemory(a, out, known);

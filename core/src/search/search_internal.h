@@ -13,6 +13,7 @@
 #include "backstep/core/trace.h"
 #include "index/trace_index.h"
 #include "replay/replay_cursor.h"
+#include "replay/trace_index_of.h"
 
 namespace backstep::core {
 

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "backstep/core/cursor.h"
+#include "backstep/testing/fake_trace.h"
 #include "testing/cross_check.h"
-#include "testing/fake_trace.h"
 #include "testing/naive_search.h"
 #include "testing/trace_oracle.h"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "backstep/core/trace.h"
-#include "testing/fake_trace_generator.h"
+#include "backstep/testing/fake_trace_generator.h"
 
 namespace backstep::core::testing {
 

@@ -1,4 +1,4 @@
-#include "testing/fake_trace.h"
+#include "backstep/testing/fake_trace.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "testing/fake_trace_generator.h"
+#include "backstep/testing/fake_trace_generator.h"
 
 #include <cassert>
 #include <cstring>

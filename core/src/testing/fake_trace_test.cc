@@ -1,10 +1,10 @@
-#include "testing/fake_trace.h"
+#include "backstep/testing/fake_trace.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "testing/fake_trace_generator.h"
+#include "backstep/testing/fake_trace_generator.h"
 #include "testing/trace_oracle.h"
 
 namespace backstep::core::testing {

@@ -1,4 +1,4 @@
-#include "testing/reven_fixtures.h"
+#include "backstep/testing/reven_fixtures.h"
 
 #include "formats/reven/reven_writer.h"
 #include "testing/reven_machines.h"

@@ -17,10 +17,10 @@
 #include <string_view>
 #include <vector>
 
+#include "backstep/testing/reven_generator.h"
 #include "formats/reven/reven_cache.h"
 #include "formats/reven/reven_writer.h"
 #include "testing/reven_gen_program.h"
-#include "testing/reven_generator.h"
 #include "testing/reven_machines.h"
 
 namespace backstep::core::testing {

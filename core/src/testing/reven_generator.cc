@@ -1,4 +1,4 @@
-#include "testing/reven_generator.h"
+#include "backstep/testing/reven_generator.h"
 
 #include <algorithm>
 #include <numeric>

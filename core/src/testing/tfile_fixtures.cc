@@ -1,4 +1,4 @@
-#include "testing/tfile_fixtures.h"
+#include "backstep/testing/tfile_fixtures.h"
 
 #include <cstdlib>
 #include <filesystem>

@@ -1,6 +1,6 @@
 #include "testing/trace_oracle.h"
 
-#include "testing/fake_trace_generator.h"
+#include "backstep/testing/fake_trace_generator.h"
 
 namespace backstep::core::testing {
 

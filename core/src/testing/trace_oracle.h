@@ -25,7 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "testing/fake_trace.h"
+#include "backstep/testing/fake_trace.h"
 
 namespace backstep::core::testing {
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <random>
 
+#include "backstep/testing/reader_fuzz.h"
 #include "formats/usercorn/usercorn_writer.h"
 
 namespace backstep::core::testing {
@@ -200,6 +201,15 @@ std::vector<std::uint8_t> GeneratedUsercornTrace(std::uint64_t seed, std::size_t
   w->AppendExit();
   (void)w->Finish();
   return w->TakeBytes();
+}
+
+std::vector<std::pair<std::string, std::vector<std::uint8_t>>> UsercornSeedFiles() {
+  return {
+      {"small.ucir", SmallUsercornTrace()},
+      {"small_stored.ucir", SmallUsercornTrace(SnappyChunkMode::kUncompressed)},
+      {"small_compressed.ucir", SmallUsercornTrace(SnappyChunkMode::kCompressed, 65536)},
+      {"generated.ucir", GeneratedUsercornTrace(1, 200, SnappyChunkMode::kAuto, 512)},
+  };
 }
 
 }  // namespace backstep::core::testing

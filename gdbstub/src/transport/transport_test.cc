@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "backstep/gdbstub/trace_target.h"
-#include "target/trace_target_test_util.h"
+#include "trace_target/trace_target_test_util.h"
 #include "testing/fake_target.h"
 #include "transport/transport_test_util.h"
 

@@ -34,6 +34,11 @@ struct FormatInfo {
 // Every built-in format.
 std::span<const FormatInfo> Formats();
 const FormatInfo* FindFormat(std::string_view name);
+// A streaming writer of format `name` to `path` (TraceWriter protocol):
+// InvalidArgument naming the known formats when `name` is none of them,
+// Unsupported when the format has no writer.
+Expected<std::unique_ptr<TraceWriter>> CreateTraceWriter(std::string_view name,
+                                                         const std::string& path);
 
 // Maps `path` and opens it with the format whose sniffer accepts it.
 Expected<std::unique_ptr<TraceReader>> OpenTraceFile(const std::string& path);

@@ -13,7 +13,6 @@
 // Cursor is used by one thread at a time.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "backstep/core/expected.h"
+#include "backstep/core/open_options.h"
 #include "backstep/core/progress.h"
 #include "backstep/core/trace_reader.h"
 #include "backstep/core/types.h"
@@ -29,42 +29,6 @@ namespace backstep::core {
 
 class Cursor;
 class TraceIndex;
-
-struct OpenOptions {
-  // Where to put the index when the trace's directory is not writable.
-  // Empty: $XDG_CACHE_HOME/backstep or ~/.cache/backstep.
-  std::string cache_dir;
-  // Events between register keyframes (0 = default, 2048). Changing it rebuilds.
-  std::uint64_t keyframe_interval = 0;
-  // Build the index if it is missing or stale (false: fail instead).
-  bool build_index = true;
-  ProgressFn progress;
-  // Index builder tuning (0 = default; see core/doc/index-format.md). The
-  // builder flushes a segment when its buffers exceed the budget (default
-  // 256 MiB); tests use tiny values to exercise segments and snapshots.
-  // Changing the block sizes does not rebuild an existing index.
-  std::uint64_t index_memory_budget = 0;
-  std::uint32_t index_block_entries = 0;    // access-list entries per block (64)
-  std::uint32_t index_snapshot_blocks = 0;  // blocks between page snapshots (128)
-  // Parts of a parallel index build from the reader's resume points (REVEN's
-  // trace.cache): 0 = one per core, 1 = always the single pass. The index
-  // means the same either way (core/doc/index-format.md).
-  unsigned index_parts = 0;
-};
-
-// Makes a new reader of the trace, positioned at its first event.
-using ReaderFactory = std::function<Expected<std::unique_ptr<TraceReader>>()>;
-
-struct IndexStatus {
-  std::string path;         // where the index file is
-  bool reused = false;      // true if an existing index was valid
-  std::string rebuilt_why;  // why it was (re)built: "missing", "stale: mtime changed", ...
-  std::uint64_t size_bytes = 0;
-  // When built: parts of the build (1: single pass), and why a parallel
-  // build fell back to the single pass ("" if it did not).
-  unsigned build_parts = 0;
-  std::string build_note;
-};
 
 class Trace {
  public:
@@ -86,7 +50,6 @@ class Trace {
   // Every thread that executes at least one event or has initial registers.
   std::vector<ThreadId> threads() const;
   const IndexStatus& index_status() const { return index_status_; }
-  const TraceIndex& index() const { return *index_; }
 
   // A new cursor at position 0, with its own reader. The Trace must outlive
   // its cursors.
@@ -115,6 +78,9 @@ class Trace {
   std::unique_ptr<TraceIndex> index_;
   IndexStatus index_status_;
   friend class TraceOpener;
+  // The index, for core's own modules (replay/trace_index_of.h); front ends
+  // use the queries of trace_query.h.
+  friend const TraceIndex& TraceIndexOf(const Trace& trace);
 };
 
 }  // namespace backstep::core

@@ -9,8 +9,8 @@
 #include <fstream>
 #include <functional>
 
+#include "backstep/testing/reven_fixtures.h"
 #include "formats/reven/reven_reader.h"
-#include "testing/reven_fixtures.h"
 
 namespace backstep::core {
 namespace {

@@ -4,8 +4,8 @@
 // the file and an offset.
 #include <gtest/gtest.h>
 
+#include "backstep/testing/reven_fixtures.h"
 #include "formats/reven/reven_reader.h"
-#include "testing/reven_fixtures.h"
 
 namespace backstep::core {
 namespace {

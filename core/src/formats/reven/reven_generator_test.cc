@@ -1,7 +1,7 @@
 // The synthetic REVEN generator (testing/reven_generator.h) read back by the
 // reader: its planted features, its page tables, and its trace.cache, whose
 // resume points must match a full replay.
-#include "testing/reven_generator.h"
+#include "backstep/testing/reven_generator.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,9 +10,9 @@
 #include <fstream>
 #include <set>
 
+#include "backstep/testing/reven_fixtures.h"
 #include "formats/reven/reven_reader.h"
 #include "paging/x86_paging.h"
-#include "testing/reven_fixtures.h"
 
 namespace backstep::core {
 namespace {

@@ -241,4 +241,13 @@ std::vector<ResumePoint> RevenReader::ResumePoints() const {
   return out;
 }
 
+// Both binresource magics. A trace.cache has the same magic: the reader then
+// names its resource type instead of failing to sniff.
+bool RevenReader::Sniff(std::span<const std::uint8_t> head) {
+  if (head.size() < 8) return false;
+  std::uint64_t magic = 0;
+  for (int i = 0; i < 8; ++i) magic |= std::uint64_t{head[i]} << (8 * i);
+  return magic == kRevenMagic || magic == kRevenLegacyMagic;
+}
+
 }  // namespace backstep::core

@@ -27,7 +27,9 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backstep/core/trace_reader.h"
@@ -40,6 +42,10 @@ namespace backstep::core {
 
 class RevenReader final : public TraceReader {
  public:
+  // Registry entry (formats/format_entry.h).
+  static constexpr std::string_view kFormatName = "reven";
+  static constexpr std::string_view kFormatDescription = "REVEN rvnbintrace v1 (trace.bin)";
+  static bool Sniff(std::span<const std::uint8_t> head);
   // Opens the trace in `source`. Corruption or Unsupported (arm64,
   // compression, newer metadata, operations backstep cannot convert), each
   // naming the file, the section and the offset.

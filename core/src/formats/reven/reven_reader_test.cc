@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "backstep/testing/reven_fixtures.h"
 #include "formats/reven/reven_format.h"
-#include "testing/reven_fixtures.h"
 
 namespace backstep::core {
 namespace {

@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "backstep/testing/reven_fixtures.h"
 #include "formats/reven/reven_reader.h"
 #include "formats/reven/reven_writer.h"
-#include "testing/reven_fixtures.h"
 #include "testing/reven_machines.h"
 
 namespace backstep::core {

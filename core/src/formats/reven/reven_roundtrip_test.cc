@@ -3,9 +3,9 @@
 // bytes, escapes).
 #include <gtest/gtest.h>
 
+#include "backstep/testing/reven_fixtures.h"
 #include "formats/reven/reven_reader.h"
 #include "formats/reven/reven_writer.h"
-#include "testing/reven_fixtures.h"
 
 namespace backstep::core {
 namespace {

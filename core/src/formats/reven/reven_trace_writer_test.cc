@@ -8,10 +8,10 @@
 #include <filesystem>
 
 #include "backstep/core/format_registry.h"
+#include "backstep/testing/fake_trace.h"
+#include "backstep/testing/fake_trace_generator.h"
+#include "backstep/testing/reven_fixtures.h"
 #include "formats/reven/reven_reader.h"
-#include "testing/fake_trace.h"
-#include "testing/fake_trace_generator.h"
-#include "testing/reven_fixtures.h"
 
 namespace backstep::core {
 namespace {

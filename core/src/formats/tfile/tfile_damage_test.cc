@@ -4,8 +4,8 @@
 // allocate without bound; errors name the file and an offset.
 #include <gtest/gtest.h>
 
+#include "backstep/testing/tfile_fixtures.h"
 #include "formats/tfile/tfile_reader.h"
-#include "testing/tfile_fixtures.h"
 
 namespace backstep::core {
 namespace {

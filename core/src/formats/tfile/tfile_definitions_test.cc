@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "testing/tfile_fixtures.h"
+#include "backstep/testing/tfile_fixtures.h"
 
 namespace backstep::core {
 namespace {

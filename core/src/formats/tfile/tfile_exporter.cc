@@ -1,5 +1,3 @@
-#include "formats/tfile/tfile_exporter.h"
-
 #include <algorithm>
 #include <charconv>
 #include <set>
@@ -7,6 +5,7 @@
 #include <unordered_set>
 
 #include "backstep/core/cursor.h"
+#include "backstep/core/tfile_export.h"
 #include "formats/tfile/tfile_format.h"
 #include "formats/tfile/tfile_writer.h"
 #include "util/hex.h"
@@ -117,6 +116,9 @@ class Exporter {
           (options_.at_pcs.empty() ? std::string() : ", --at-pc: no position has that pc") + ")");
     }
     // Equal frame sizes: the smallest size every frame can be padded to.
+    // gdb 13.1's pc/range/line scans skip frames by the wrong length
+    // (rsp.md §9); with every frame the same size its miscount still lands
+    // on a frame header, so the scans find the right frames.
     std::uint64_t size = *sizes.rbegin();
     // No '\n' byte in the size: it also goes into the decoy line.
     const auto has_newline = [](std::uint64_t v) {
@@ -135,7 +137,9 @@ class Exporter {
                                      " bytes (the size field is a u32): use fewer --mem ranges");
     }
 
-    // Definitions: descending numbers, so gdb's local numbers equal them.
+    // Definitions: descending numbers, so gdb's local numbers equal them
+    // (gdb numbers uploaded tracepoints in reverse order of definition, and
+    // `tfind tracepoint N` compares local numbers).
     std::vector<TfileTracepoint> tps;
     for (std::size_t i = pcs_in_order_.size(); i-- > 0;) {
       TfileTracepoint tp;

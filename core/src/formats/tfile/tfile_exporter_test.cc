@@ -2,8 +2,6 @@
 // Trace cursor hold the source's registers and the known bytes of every
 // collected range; layout rules (one tracepoint per pc, equal frame sizes,
 // the position tsv); the >32767-pcs refusal; argument errors.
-#include "formats/tfile/tfile_exporter.h"
-
 #include <gtest/gtest.h>
 
 #include <map>
@@ -11,9 +9,10 @@
 
 #include "backstep/core/byte_source.h"
 #include "backstep/core/cursor.h"
+#include "backstep/core/tfile_export.h"
+#include "backstep/testing/fake_trace.h"
+#include "backstep/testing/fake_trace_generator.h"
 #include "formats/tfile/tfile_reader.h"
-#include "testing/fake_trace.h"
-#include "testing/fake_trace_generator.h"
 
 namespace backstep::core {
 namespace {

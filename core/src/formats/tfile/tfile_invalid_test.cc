@@ -5,8 +5,8 @@
 
 #include <functional>
 
+#include "backstep/testing/tfile_fixtures.h"
 #include "formats/tfile/tfile_reader.h"
-#include "testing/tfile_fixtures.h"
 #include "util/hex.h"
 
 namespace backstep::core {

@@ -4,9 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "backstep/testing/tfile_fixtures.h"
 #include "formats/tfile/tfile_definitions.h"
 #include "formats/tfile/tfile_format.h"
-#include "testing/tfile_fixtures.h"
 
 namespace backstep::core {
 namespace {

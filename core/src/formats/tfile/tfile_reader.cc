@@ -289,4 +289,10 @@ void TfileReader::FrameRegisterWrites(const TfileFrame& frame,
   for (int i = 0; i < 8; ++i) w.value[i] = static_cast<std::uint8_t>(tp->address >> (8 * i));
 }
 
+bool TfileReader::Sniff(std::span<const std::uint8_t> head) {
+  return head.size() >= kTfileMagic.size() &&
+         std::equal(kTfileMagic.begin(), kTfileMagic.end(), head.begin(),
+                    [](char a, std::uint8_t b) { return static_cast<std::uint8_t>(a) == b; });
+}
+
 }  // namespace backstep::core

@@ -43,7 +43,9 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backstep/core/trace_reader.h"
@@ -55,6 +57,10 @@ namespace backstep::core {
 
 class TfileReader final : public TraceReader {
  public:
+  // Registry entry (formats/format_entry.h).
+  static constexpr std::string_view kFormatName = "tfile";
+  static constexpr std::string_view kFormatDescription = "gdb trace file (TRACE0, tsave)";
+  static bool Sniff(std::span<const std::uint8_t> head);
   static Expected<std::unique_ptr<TfileReader>> Open(std::shared_ptr<const ByteSource> source);
 
   const TraceHeader& header() const override { return header_; }

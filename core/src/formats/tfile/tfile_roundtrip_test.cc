@@ -6,10 +6,10 @@
 #include <map>
 #include <random>
 
+#include "backstep/testing/reven_fixtures.h"
+#include "backstep/testing/tfile_fixtures.h"
 #include "formats/tfile/tfile_reader.h"
 #include "formats/tfile/tfile_writer.h"
-#include "testing/reven_fixtures.h"
-#include "testing/tfile_fixtures.h"
 
 namespace backstep::core {
 namespace {

@@ -8,8 +8,8 @@
 #include "backstep/core/cursor.h"
 #include "backstep/core/format_registry.h"
 #include "backstep/core/trace.h"
+#include "backstep/testing/tfile_fixtures.h"
 #include "formats/tfile/tfile_reader.h"
-#include "testing/tfile_fixtures.h"
 
 namespace backstep::core {
 namespace {

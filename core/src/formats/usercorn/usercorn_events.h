@@ -43,9 +43,9 @@
 #include "backstep/core/event.h"
 #include "backstep/core/expected.h"
 #include "backstep/core/trace_reader.h"
+#include "backstep/core/usercorn_registers.h"
 #include "formats/usercorn/snappy_stream.h"
 #include "formats/usercorn/usercorn_ops.h"
-#include "formats/usercorn/usercorn_registers.h"
 
 namespace backstep::core {
 

@@ -26,6 +26,8 @@
 
 #include <cstdint>
 
+#include "backstep/core/usercorn_recording.h"
+
 namespace backstep::core {
 
 // --- header (formats.md §2.1) ---
@@ -68,8 +70,8 @@ inline constexpr std::size_t kMemUnmapBytes = 8 + 8;
 inline constexpr std::size_t kMemProtBytes = 8 + 8 + 1;
 inline constexpr std::size_t kSyscallHeaderBytes = 4 + 8 + 1 + 2;
 
-// MEM_MAP / MEM_PROT protection bits.
-inline constexpr std::uint8_t kProtRead = 1, kProtWrite = 2, kProtExec = 4;
+// MEM_MAP / MEM_PROT protection bits: kProtRead, kProtWrite, kProtExec
+// (backstep/core/usercorn_recording.h).
 
 // --- limits backstep enforces (core/doc/formats/usercorn.md) ---
 // Data the keyframe may hold (kept in memory for ReadInitialMemory).

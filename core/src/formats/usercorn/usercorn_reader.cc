@@ -268,4 +268,8 @@ Status UsercornReader::Seek(const ReaderPosition& pos) {
 
 Expected<bool> UsercornReader::Next(Event* event) { return decoder_->Next(&cursor_, event); }
 
+bool UsercornReader::Sniff(std::span<const std::uint8_t> head) {
+  return head.size() >= 4 && std::memcmp(head.data(), kUcirMagic, 4) == 0;
+}
+
 }  // namespace backstep::core

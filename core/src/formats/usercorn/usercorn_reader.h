@@ -35,19 +35,26 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backstep/core/trace_reader.h"
+#include "backstep/core/usercorn_registers.h"
 #include "formats/usercorn/snappy_stream.h"
 #include "formats/usercorn/usercorn_events.h"
 #include "formats/usercorn/usercorn_image.h"
-#include "formats/usercorn/usercorn_registers.h"
 
 namespace backstep::core {
 
 class UsercornReader final : public TraceReader {
  public:
+  // Registry entry (formats/format_entry.h).
+  static constexpr std::string_view kFormatName = "usercorn";
+  static constexpr std::string_view kFormatDescription =
+      "usercorn UCIR trace (snappy-framed op stream)";
+  static bool Sniff(std::span<const std::uint8_t> head);
   // Corruption (bad header, stream identifier or keyframe, naming the file
   // and offset) or Unsupported (architecture, version, byte order, limits).
   static Expected<std::unique_ptr<UsercornReader>> Open(std::shared_ptr<const ByteSource> source);

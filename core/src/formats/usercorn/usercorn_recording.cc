@@ -107,3 +107,14 @@ void UsercornWriter::AppendExit() {
 }
 
 }  // namespace backstep::core
+
+namespace backstep::core {
+
+Expected<std::unique_ptr<UsercornRecordingWriter>> CreateUsercornRecording(
+    const std::string& path) {
+  BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<UsercornWriter> writer,
+                            UsercornWriter::CreateFile(path));
+  return std::unique_ptr<UsercornRecordingWriter>(std::move(writer));
+}
+
+}  // namespace backstep::core

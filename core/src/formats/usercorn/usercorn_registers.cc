@@ -1,4 +1,4 @@
-#include "formats/usercorn/usercorn_registers.h"
+#include "backstep/core/usercorn_registers.h"
 
 #include <algorithm>
 #include <cassert>

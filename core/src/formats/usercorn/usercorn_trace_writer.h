@@ -32,7 +32,7 @@
 #include <string>
 
 #include "backstep/core/trace_writer.h"
-#include "formats/usercorn/usercorn_registers.h"
+#include "backstep/core/usercorn_registers.h"
 #include "formats/usercorn/usercorn_writer.h"
 
 namespace backstep::core {

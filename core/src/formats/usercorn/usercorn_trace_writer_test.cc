@@ -12,9 +12,9 @@
 #include <map>
 
 #include "backstep/core/format_registry.h"
+#include "backstep/testing/fake_trace.h"
+#include "backstep/testing/fake_trace_generator.h"
 #include "formats/usercorn/usercorn_test_util.h"
-#include "testing/fake_trace.h"
-#include "testing/fake_trace_generator.h"
 #include "testing/usercorn_fixtures.h"
 
 namespace backstep::core {

@@ -42,6 +42,7 @@
 
 #include "backstep/core/event.h"
 #include "backstep/core/expected.h"
+#include "backstep/core/usercorn_recording.h"
 #include "formats/usercorn/snappy_stream.h"
 #include "formats/usercorn/usercorn_format.h"
 #include "util/atomic_file.h"
@@ -64,65 +65,30 @@ struct UsercornWriterOptions {
   std::size_t max_frame_bytes = std::size_t{1} << 20;
 };
 
-struct UsercornMapping {
-  Address address = 0;
-  std::uint64_t size = 0;
-  std::uint8_t prot = kProtRead | kProtWrite | kProtExec;
-  std::uint64_t file_offset = 0, file_length = 0;
-  std::string desc, file;
-};
-
-struct UsercornRegisterValue {
-  std::uint16_t unicorn = 0;  // Unicorn enum (usercorn_registers.h)
-  std::uint64_t value = 0;
-};
-
-struct UsercornInstruction {
-  Address pc = 0;
-  bool pc_known = true;                 // false: no JMP is written before it
-  std::uint8_t size = 0;                // 0 when unknown (a JMP then gives the next pc)
-  std::span<const MemoryAccess> reads;  // only address and data.size() are written
-  std::span<const MemoryAccess> writes;
-  std::span<const UsercornRegisterValue> registers;  // values after it
-  std::span<const std::pair<std::uint16_t, std::span<const std::uint8_t>>> special;  // SPREG
-  bool empty() const {
-    return reads.empty() && writes.empty() && registers.empty() && special.empty();
-  }
-};
-
-struct UsercornSyscall {
-  std::uint32_t num = 0;
-  std::uint64_t ret = 0;
-  std::span<const std::uint64_t> args;  // at most 255
-  std::span<const std::pair<Address, std::uint64_t>> unmaps;
-  std::span<const UsercornMapping> maps;
-  std::span<const MemoryAccess> writes;
-  std::span<const UsercornRegisterValue> registers;
-};
-
-class UsercornWriter {
+class UsercornWriter final : public UsercornRecordingWriter {
  public:
   static Expected<std::unique_ptr<UsercornWriter>> CreateFile(const std::string& path,
                                                               UsercornWriterOptions options = {});
   static std::unique_ptr<UsercornWriter> CreateMemory(UsercornWriterOptions options = {});
-  ~UsercornWriter();
+  ~UsercornWriter() override;
 
   // --- ops ---
   void BeginKeyframe(std::uint64_t pid, std::optional<std::uint32_t> declared_count = {});
   void BeginFrame(std::uint64_t pid, std::optional<std::uint32_t> declared_count = {});
   void EndFrame(std::optional<std::uint32_t> count_override = {});  // either kind
-  void BeginSyscall(std::uint32_t num, std::uint64_t ret, std::span<const std::uint64_t> args);
-  void EndSyscall(std::optional<std::uint16_t> count_override = {});
+  void BeginSyscall(std::uint32_t num, std::uint64_t ret,
+                    std::span<const std::uint64_t> args) override;
+  void EndSyscall(std::optional<std::uint16_t> count_override = {}) override;
   void Nop();
   void Jmp(Address address, std::uint32_t block_size);
   void Step(std::uint8_t size);
-  void Reg(std::uint16_t unicorn, std::uint64_t value);
-  void SpReg(std::uint16_t unicorn, std::span<const std::uint8_t> value);
+  void Reg(std::uint16_t unicorn, std::uint64_t value) override;
+  void SpReg(std::uint16_t unicorn, std::span<const std::uint8_t> value) override;
   void MemRead(Address address, std::uint32_t size);
-  void MemWrite(Address address, std::span<const std::uint8_t> data);
-  void MemMap(const UsercornMapping& mapping);
-  void MemUnmap(Address address, std::uint64_t size);
-  void MemProt(Address address, std::uint64_t size, std::uint8_t prot);
+  void MemWrite(Address address, std::span<const std::uint8_t> data) override;
+  void MemMap(const UsercornMapping& mapping) override;
+  void MemUnmap(Address address, std::uint64_t size) override;
+  void MemProt(Address address, std::uint64_t size, std::uint8_t prot) override;
   void Exit();
   // Bytes appended as one op (invalid ops for tests).
   void Raw(std::span<const std::uint8_t> bytes);
@@ -131,18 +97,16 @@ class UsercornWriter {
   // Fills *data (empty on entry) with a mapping's contents from its start.
   // It may stop early: the bytes past data->size() are zero (so a huge
   // reservation costs nothing).
-  using MappingReader = std::function<Status(const UsercornMapping&, std::vector<std::uint8_t>*)>;
-  using SpecialRegister = std::pair<std::uint16_t, std::span<const std::uint8_t>>;
   // The keyframe (REG per register, in order: pass the non-zero ones, as
   // the tracer does, plus the optional registers that are known; then SPREG
   // per special register), then, if `pc` is known, the first FRAME with
   // JMP(pc). Mappings are read one at a time.
   Status Begin(std::uint64_t pid, std::span<const UsercornRegisterValue> registers,
                std::span<const UsercornMapping> mappings, const MappingReader& read_mapping,
-               std::optional<Address> pc, std::span<const SpecialRegister> special = {});
+               std::optional<Address> pc, std::span<const SpecialRegister> special = {}) override;
   // One executed instruction. A JMP(pc) in a new FRAME goes first when pc is
   // not the previous instruction's fall-through.
-  void AppendInstruction(const UsercornInstruction& insn);
+  void AppendInstruction(const UsercornInstruction& insn) override;
   // A JMP to `pc` in a new FRAME: where the last instruction really went.
   void AppendJump(Address pc);
   // Effects of no instruction, then AppendJump(effects.pc): the reader makes
@@ -155,13 +119,13 @@ class UsercornWriter {
   void AppendEffects(const UsercornInstruction& effects);
   // Kernel side effects of the syscall instruction appended last.
   void AppendSyscall(const UsercornSyscall& syscall);
-  void AppendExit();
+  void AppendExit() override;
   // Makes everything appended so far complete chunks in the file.
   void Flush();
 
   // Closes open containers, flushes, commits the file.
-  Status Finish();
-  Status status() const { return status_; }
+  Status Finish() override;
+  Status status() const override { return status_; }
   // Memory mode, after Finish(): the file's bytes.
   std::vector<std::uint8_t> TakeBytes() { return std::move(buf_); }
 

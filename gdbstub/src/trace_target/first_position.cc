@@ -1,4 +1,4 @@
-#include "target/first_position.h"
+#include "trace_target/first_position.h"
 
 #include <algorithm>
 #include <string>

@@ -1,8 +1,8 @@
 // TraceTarget's monitor commands over the generated REVEN trace.
 #include <gtest/gtest.h>
 
-#include "target/trace_target.h"
-#include "target/trace_target_test_util.h"
+#include "trace_target/trace_target.h"
+#include "trace_target/trace_target_test_util.h"
 
 namespace backstep::gdbstub {
 namespace {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <utility>
 
-#include "index/trace_index.h"
-#include "target/trace_target.h"
+#include "backstep/core/trace_query.h"
+#include "trace_target/trace_target.h"
 
 namespace backstep::gdbstub {
 namespace {
@@ -14,30 +14,6 @@ namespace {
 StopReason Edge(core::Direction direction) {
   return HistoryEdge{direction == core::Direction::kForward ? HistoryEdge::Side::kEnd
                                                             : HistoryEdge::Side::kBegin};
-}
-
-WatchKind FromCore(core::WatchKind kind) {
-  switch (kind) {
-    case core::WatchKind::kRead:
-      return WatchKind::kRead;
-    case core::WatchKind::kAccess:
-      return WatchKind::kAccess;
-    case core::WatchKind::kWrite:
-      break;
-  }
-  return WatchKind::kWrite;
-}
-
-core::WatchKind ToCore(WatchKind kind) {
-  switch (kind) {
-    case WatchKind::kRead:
-      return core::WatchKind::kRead;
-    case WatchKind::kAccess:
-      return core::WatchKind::kAccess;
-    case WatchKind::kWrite:
-      break;
-  }
-  return core::WatchKind::kWrite;
 }
 
 }  // namespace
@@ -84,24 +60,24 @@ core::Expected<StopReason> TraceTarget::Move(core::Direction direction, ResumeKi
 
 core::Expected<StopReason> TraceTarget::Step(core::Direction direction,
                                              std::optional<core::ThreadId> thread) {
-  const core::TraceIndex& index = trace_->index();
   const bool forward = direction == core::Direction::kForward;
   const std::uint64_t p = position().value;
   const core::ThreadId stepping = thread ? *thread : current_thread();
-  const std::optional<std::size_t> ti = index.ThreadIndexOf(stepping);
-  if (!ti) return Edge(direction);  // a thread without events never moves
-
-  // The event the step executes (forward) or un-executes (backward).
-  std::optional<std::uint64_t> event =
-      forward ? index.NextEventOfThread(*ti, p) : index.PrevEventOfThread(*ti, p);
+  // The event the step executes (forward) or un-executes (backward); a
+  // thread without events never moves.
+  std::optional<std::uint64_t> event = forward ? core::NextEventOfThread(*trace_, stepping, p)
+                                               : core::PrevEventOfThread(*trace_, stepping, p);
   if (!event) return Edge(direction);
   if (!forward && *event < first_position_.value) return Edge(direction);  // no pc before it
   core::Position land(*event);
-  if (forward) land = core::Position(index.NextEventOfThread(*ti, *event + 1).value_or(*event + 1));
+  if (forward) {
+    land =
+        core::Position(core::NextEventOfThread(*trace_, stepping, *event + 1).value_or(*event + 1));
+  }
 
   // A step over a watched access reports the watchpoint, as hardware does
   // (and as gdb expects of reverse-stepi over a watched write).
-  if (!watchpoints_.empty()) {
+  if (stop_points_.has_watchpoints()) {
     core::StopCondition condition = Condition(nullptr);
     condition.breakpoints.clear();
     if (forward) {
@@ -132,21 +108,8 @@ core::Expected<StopReason> TraceTarget::Continue(core::Direction direction,
 }
 
 core::StopCondition TraceTarget::Condition(const std::atomic<bool>* interrupt) const {
-  core::StopCondition condition;
-  condition.breakpoints.assign(sw_breakpoints_.begin(), sw_breakpoints_.end());
-  for (core::Address addr : hw_breakpoints_) {
-    if (!sw_breakpoints_.contains(addr)) condition.breakpoints.push_back(addr);
-  }
-  for (const WatchRange& w : watchpoints_) {
-    core::Watch watch;
-    watch.address = w.addr;
-    watch.length = w.length;
-    watch.kind = ToCore(w.kind);
-    watch.only_changes = w.kind == WatchKind::kWrite && options_.watch_only_changes;
-    condition.watches.push_back(watch);
-  }
+  core::StopCondition condition = stop_points_.Condition(options_.watch_only_changes, interrupt);
   condition.fence_low = first_position_;
-  condition.interrupt = interrupt;
   return condition;
 }
 
@@ -155,7 +118,7 @@ core::Status TraceTarget::MoveTo(core::Position p, std::optional<core::ThreadId>
   // (sub-microsecond), where Seek() replays from a keyframe each time
   // (a `reverse-next` is thousands of `bs`, rsp.md §7).
   const core::Position from = cursor_->position();
-  const std::uint64_t reach = trace_->index().keyframe_interval();
+  const std::uint64_t reach = core::KeyframeInterval(*trace_);
   if (p < from && from - p <= reach) {
     while (cursor_->position() > p) BACKSTEP_RETURN_IF_ERROR(cursor_->StepBackward());
   } else if (p > from && p - from <= reach) {
@@ -171,10 +134,8 @@ StopReason TraceTarget::ToStopReason(const core::StopEvent& stop) const {
   using Reason = core::StopEvent::Reason;
   switch (stop.reason) {
     case Reason::kBreakpoint:
-      if (sw_breakpoints_.contains(stop.address)) return SwBreak{};
-      return HwBreak{};
     case Reason::kWatch:
-      return Watch{FromCore(stop.watch_kind), stop.address};
+      return stop_points_.ReasonFor(stop);
     case Reason::kHistoryBegin:
       return HistoryEdge{HistoryEdge::Side::kBegin};
     case Reason::kHistoryEnd:

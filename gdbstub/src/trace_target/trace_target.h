@@ -6,6 +6,7 @@
 //   trace_target_resume.cc   steps and continues both ways, armed moves
 //   trace_target_frames.cc   QTFrame (tfind)
 //   trace_target_monitor.cc  monitor commands
+//   stop_points.h            breakpoint and watchpoint bookkeeping (StopPoints)
 //
 // Positions and threads (docs/rsp.md §6): the cursor's position is a state
 // index. A step of thread T from p executes T's next event e (the first event
@@ -24,7 +25,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -36,6 +36,7 @@
 #include "backstep/core/trace.h"
 #include "backstep/gdbstub/target.h"
 #include "backstep/gdbstub/trace_target.h"
+#include "trace_target/stop_points.h"
 
 namespace backstep::gdbstub {
 
@@ -114,12 +115,6 @@ class TraceTarget final : public Target,
   };
   struct ArmedReverseStep {};
   using Armed = std::variant<std::monostate, ArmedGoto, ArmedReverseStep>;
-  struct WatchRange {
-    WatchKind kind;
-    core::Address addr;
-    std::uint64_t length;
-    auto operator<=>(const WatchRange&) const = default;
-  };
   using MonitorArgs = std::vector<std::string_view>;
 
   TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOptions options,
@@ -201,8 +196,7 @@ class TraceTarget final : public Target,
   const core::Cursor* threads_cursor_ = nullptr;
   core::Position threads_position_;
 
-  std::set<core::Address> sw_breakpoints_, hw_breakpoints_;
-  std::multiset<WatchRange> watchpoints_;
+  StopPoints stop_points_;
   Armed armed_;
   core::Direction direction_ = core::Direction::kForward;
 };

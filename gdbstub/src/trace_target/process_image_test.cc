@@ -14,8 +14,8 @@
 
 #include "backstep/core/format_registry.h"
 #include "backstep/core/trace_writer.h"
-#include "target/trace_target_test_util.h"
-#include "testing/fake_trace.h"
+#include "backstep/testing/fake_trace.h"
+#include "trace_target/trace_target_test_util.h"
 
 namespace backstep::gdbstub {
 namespace {

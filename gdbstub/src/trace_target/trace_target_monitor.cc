@@ -5,7 +5,7 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "target/trace_target.h"
+#include "trace_target/trace_target.h"
 
 namespace backstep::gdbstub {
 namespace {

@@ -6,9 +6,9 @@
 #include <charconv>
 #include <limits>
 
-#include "index/trace_index.h"
+#include "backstep/core/trace_query.h"
 #include "protocol/hex.h"
-#include "target/trace_target.h"
+#include "trace_target/trace_target.h"
 
 namespace backstep::gdbstub {
 namespace {
@@ -70,7 +70,7 @@ std::optional<std::uint32_t> TraceTarget::NextFrameWithPc(core::Address lo, core
   const std::uint64_t end = std::min<std::uint64_t>(trace_->event_count(), count);
   std::optional<std::uint64_t> found;
   std::uint64_t anchor = end;
-  if (auto q = trace_->index().NextPcInRange(lo, hi, first); q && *q < end) {
+  if (auto q = core::NextEventWithPcIn(*trace_, lo, hi, first); q && *q < end) {
     found = anchor = *q;
   } else if (end < count && PcOfPositionIn(end, lo, hi)) {
     found = end;  // the final state
@@ -97,7 +97,7 @@ std::optional<std::uint32_t> TraceTarget::NextTfileFrameWithPc(core::Address lo,
   // The pc index keys each event by the pc of the state before it: frame f's
   // state is event f + 1's "before" state.
   const std::uint64_t count = frame_count();
-  if (auto event = trace_->index().NextPcInRange(lo, hi, first + 1)) {
+  if (auto event = core::NextEventWithPcIn(*trace_, lo, hi, first + 1)) {
     if (*event - 1 < count) return static_cast<std::uint32_t>(*event - 1);
   }
   if (count == trace_->event_count()) {

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "target/trace_target.h"
-#include "testing/tfile_fixtures.h"
+#include "backstep/testing/tfile_fixtures.h"
+#include "trace_target/trace_target.h"
 
 namespace backstep::gdbstub {
 namespace {

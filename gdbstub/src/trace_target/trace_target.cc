@@ -1,9 +1,9 @@
-#include "target/trace_target.h"
+#include "trace_target/trace_target.h"
 
 #include <algorithm>
 #include <cassert>
 
-#include "target/first_position.h"
+#include "trace_target/first_position.h"
 
 namespace backstep::gdbstub {
 
@@ -124,12 +124,12 @@ std::optional<std::string_view> TraceTarget::TargetDescription(std::string_view 
 // ---- Breakpoints and watchpoints
 
 core::Status TraceTarget::InsertBreakpoint(BreakpointType type, core::Address addr, std::uint64_t) {
-  (type == BreakpointType::kSoftware ? sw_breakpoints_ : hw_breakpoints_).insert(addr);
+  stop_points_.InsertBreakpoint(type, addr);
   return core::Status::Ok();
 }
 
 core::Status TraceTarget::RemoveBreakpoint(BreakpointType type, core::Address addr, std::uint64_t) {
-  (type == BreakpointType::kSoftware ? sw_breakpoints_ : hw_breakpoints_).erase(addr);
+  stop_points_.RemoveBreakpoint(type, addr);
   return core::Status::Ok();
 }
 
@@ -139,15 +139,12 @@ bool TraceTarget::Supports(WatchKind kind) const {
 
 core::Status TraceTarget::InsertWatchpoint(WatchKind kind, core::Address addr,
                                            std::uint64_t length) {
-  if (length == 0) return core::Status::InvalidArgument("watchpoint of length 0");
-  watchpoints_.insert(WatchRange{kind, addr, length});
-  return core::Status::Ok();
+  return stop_points_.InsertWatchpoint(kind, addr, length);
 }
 
 core::Status TraceTarget::RemoveWatchpoint(WatchKind kind, core::Address addr,
                                            std::uint64_t length) {
-  auto it = watchpoints_.find(WatchRange{kind, addr, length});
-  if (it != watchpoints_.end()) watchpoints_.erase(it);
+  stop_points_.RemoveWatchpoint(kind, addr, length);
   return core::Status::Ok();
 }
 

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "backstep/core/trace.h"
-#include "testing/reven_generator.h"
+#include "backstep/testing/reven_generator.h"
 
 namespace backstep::gdbstub::testing {
 

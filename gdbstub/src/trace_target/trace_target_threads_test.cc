@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "backstep/core/cursor.h"
-#include "target/trace_target.h"
-#include "testing/fake_trace.h"
-#include "testing/fake_trace_generator.h"
+#include "backstep/testing/fake_trace.h"
+#include "backstep/testing/fake_trace_generator.h"
+#include "trace_target/trace_target.h"
 
 namespace backstep::gdbstub {
 namespace {

@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "testing/fake_trace.h"
+#include "backstep/testing/fake_trace.h"
 
 namespace backstep::core::testing {
 

@@ -1,12 +1,12 @@
 // TraceTarget over a generated REVEN trace: registers and memory against a
 // plain cursor, steps and continues both ways (rsp.md §6), breakpoints,
 // watchpoints, interrupts, armed moves and trace frames.
-#include "target/trace_target.h"
+#include "trace_target/trace_target.h"
 
 #include <gtest/gtest.h>
 
 #include "backstep/core/cursor.h"
-#include "target/trace_target_test_util.h"
+#include "trace_target/trace_target_test_util.h"
 
 namespace backstep::gdbstub {
 namespace {

@@ -1,0 +1,112 @@
+// UsercornRecordingWriter: a streaming UCIR (usercorn) writer for
+// recorders, `backstep record` first.
+//
+// The generic TraceWriter (CreateTraceWriter("usercorn", path)) writes what
+// canonical events say; a recorder knows more than events carry (mapping
+// names and file offsets, the syscall a memory change came from, Unicorn's
+// special registers), so it writes at UCIR's own level: Begin() writes the
+// keyframe, AppendInstruction()/AppendExit() the execution, the op methods
+// (BeginSyscall ... EndSyscall) a syscall with its effects, Finish() renames
+// the complete file into place. The layout is core/doc/formats/usercorn.md;
+// Unicorn register enums come from usercorn_registers.h.
+//
+// Memory stays bounded (one mapping, one frame of at most 1 MiB, one
+// syscall's effects at a time). Errors are sticky: status() and Finish()
+// report the first. Destroyed without Finish(), nothing is left behind.
+//
+// Thread-safety: one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backstep/core/event.h"
+#include "backstep/core/expected.h"
+#include "backstep/core/status.h"
+#include "backstep/core/types.h"
+
+namespace backstep::core {
+
+// MEM_MAP / MEM_PROT protection bits.
+inline constexpr std::uint8_t kProtRead = 1, kProtWrite = 2, kProtExec = 4;
+
+struct UsercornMapping {
+  Address address = 0;
+  std::uint64_t size = 0;
+  std::uint8_t prot = kProtRead | kProtWrite | kProtExec;
+  std::uint64_t file_offset = 0, file_length = 0;
+  std::string desc, file;
+};
+
+struct UsercornRegisterValue {
+  std::uint16_t unicorn = 0;  // Unicorn enum (usercorn_registers.h)
+  std::uint64_t value = 0;
+};
+
+struct UsercornInstruction {
+  Address pc = 0;
+  bool pc_known = true;                 // false: no JMP is written before it
+  std::uint8_t size = 0;                // 0 when unknown (a JMP then gives the next pc)
+  std::span<const MemoryAccess> reads;  // only address and data.size() are written
+  std::span<const MemoryAccess> writes;
+  std::span<const UsercornRegisterValue> registers;  // values after it
+  std::span<const std::pair<std::uint16_t, std::span<const std::uint8_t>>> special;  // SPREG
+  bool empty() const {
+    return reads.empty() && writes.empty() && registers.empty() && special.empty();
+  }
+};
+
+struct UsercornSyscall {
+  std::uint32_t num = 0;
+  std::uint64_t ret = 0;
+  std::span<const std::uint64_t> args;  // at most 255
+  std::span<const std::pair<Address, std::uint64_t>> unmaps;
+  std::span<const UsercornMapping> maps;
+  std::span<const MemoryAccess> writes;
+  std::span<const UsercornRegisterValue> registers;
+};
+
+class UsercornRecordingWriter {
+ public:
+  using MappingReader = std::function<Status(const UsercornMapping&, std::vector<std::uint8_t>*)>;
+  using SpecialRegister = std::pair<std::uint16_t, std::span<const std::uint8_t>>;
+
+  virtual ~UsercornRecordingWriter() = default;
+
+  // The keyframe: registers, then each mapping with the contents
+  // `read_mapping` gives (may be empty: mappings without contents); `pc`,
+  // when known, starts the first frame.
+  virtual Status Begin(std::uint64_t pid, std::span<const UsercornRegisterValue> registers,
+                       std::span<const UsercornMapping> mappings, const MappingReader& read_mapping,
+                       std::optional<Address> pc,
+                       std::span<const SpecialRegister> special = {}) = 0;
+  virtual void AppendInstruction(const UsercornInstruction& insn) = 0;
+  virtual void AppendExit() = 0;
+
+  // A SYSCALL container and the ops that go in it.
+  virtual void BeginSyscall(std::uint32_t num, std::uint64_t ret,
+                            std::span<const std::uint64_t> args) = 0;
+  virtual void EndSyscall(std::optional<std::uint16_t> count_override = {}) = 0;
+  virtual void Reg(std::uint16_t unicorn, std::uint64_t value) = 0;
+  virtual void SpReg(std::uint16_t unicorn, std::span<const std::uint8_t> value) = 0;
+  virtual void MemWrite(Address address, std::span<const std::uint8_t> data) = 0;
+  virtual void MemMap(const UsercornMapping& mapping) = 0;
+  virtual void MemUnmap(Address address, std::uint64_t size) = 0;
+  virtual void MemProt(Address address, std::uint64_t size, std::uint8_t prot) = 0;
+
+  // Completes the file and renames it into place; may be called at any
+  // point (Ctrl-C): the file is then complete up to the last append.
+  virtual Status Finish() = 0;
+  virtual Status status() const = 0;
+};
+
+// A UCIR file writer for x86-64 Linux (header arch "x86_64", os "linux").
+Expected<std::unique_ptr<UsercornRecordingWriter>> CreateUsercornRecording(const std::string& path);
+
+}  // namespace backstep::core

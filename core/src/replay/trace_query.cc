@@ -1,0 +1,32 @@
+#include "backstep/core/trace_query.h"
+
+#include "replay/trace_index_of.h"
+
+namespace backstep::core {
+
+std::uint64_t KeyframeInterval(const Trace& trace) {
+  return TraceIndexOf(trace).keyframe_interval();
+}
+
+std::optional<std::uint64_t> NextEventOfThread(const Trace& trace, ThreadId thread,
+                                               std::uint64_t from) {
+  const TraceIndex& index = TraceIndexOf(trace);
+  const std::optional<std::size_t> ti = index.ThreadIndexOf(thread);
+  if (!ti) return std::nullopt;
+  return index.NextEventOfThread(*ti, from);
+}
+
+std::optional<std::uint64_t> PrevEventOfThread(const Trace& trace, ThreadId thread,
+                                               std::uint64_t before) {
+  const TraceIndex& index = TraceIndexOf(trace);
+  const std::optional<std::size_t> ti = index.ThreadIndexOf(thread);
+  if (!ti) return std::nullopt;
+  return index.PrevEventOfThread(*ti, before);
+}
+
+std::optional<std::uint64_t> NextEventWithPcIn(const Trace& trace, Address lo, Address hi,
+                                               std::uint64_t from) {
+  return TraceIndexOf(trace).NextPcInRange(lo, hi, from);
+}
+
+}  // namespace backstep::core

@@ -1,0 +1,44 @@
+#include "backstep/testing/usercorn_reading.h"
+
+#include "backstep/core/arch.h"
+#include "backstep/core/hex.h"
+#include "formats/usercorn/usercorn_reader.h"
+
+namespace backstep::core::testing {
+
+Expected<std::unique_ptr<TraceReader>> OpenUsercornBytes(std::vector<std::uint8_t> bytes,
+                                                         std::string name) {
+  BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<UsercornReader> reader,
+                            UsercornReader::Open(MemorySource(std::move(bytes), std::move(name))));
+  return std::unique_ptr<TraceReader>(std::move(reader));
+}
+
+std::string EventSummary(const Event& e) {
+  std::string out(EventKindName(e.kind));
+  out += " t" + std::to_string(e.thread.value);
+  if (!e.description.empty()) out += " \"" + std::string(e.description) + "\"";
+  for (const MemoryAccess& m : e.writes) {
+    out += " W" + HexU64(m.address) + "=";
+    if (m.data.size() <= 16) {
+      out += HexBytes(m.data);
+    } else {
+      std::uint64_t sum = 0;
+      for (std::uint8_t b : m.data) sum = sum * 31 + b;
+      out += std::to_string(m.data.size()) + "B#" + HexU64(sum);
+    }
+  }
+  for (const RegisterWrite& r : e.registers) {
+    const RegisterInfo& info = X86_64().info(r.reg);
+    out += " " + std::string(info.name) + (r.op == RegisterOp::kSet ? "=" : "+=");
+    if (info.size <= 8) {
+      std::uint64_t v = 0;
+      for (int i = 0; i < info.size; ++i) v |= std::uint64_t{r.value[i]} << (8 * i);
+      out += HexU64(v);
+    } else {
+      out += HexBytes(std::span<const std::uint8_t>(r.value, info.size));
+    }
+  }
+  return out;
+}
+
+}  // namespace backstep::core::testing

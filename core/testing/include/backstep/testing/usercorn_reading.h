@@ -1,0 +1,27 @@
+// Reading usercorn traces in tests outside core (the recorder's damage
+// battery): open bytes with the usercorn reader itself (not the sniffing
+// registry, so damaged magic bytes still reach the reader's own errors), and
+// render events compactly.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backstep/core/event.h"
+#include "backstep/core/expected.h"
+#include "backstep/core/trace_reader.h"
+
+namespace backstep::core::testing {
+
+// `bytes` opened as a UCIR trace named `name` (errors name it).
+Expected<std::unique_ptr<TraceReader>> OpenUsercornBytes(std::vector<std::uint8_t> bytes,
+                                                         std::string name);
+
+// One line per event: kind, thread, description, writes (longer than 16
+// bytes by size and a checksum), registers of x86-64.
+std::string EventSummary(const Event& e);
+
+}  // namespace backstep::core::testing
