@@ -21,9 +21,13 @@ class CMakeBuild(build_ext):
     def build_extension(self, ext):
         build_dir = os.path.join(ROOT, "build-pip", "cmake")
         jobs = os.environ.get("BACKSTEP_JOBS", str(os.cpu_count() or 1))
-        subprocess.run(["cmake", "-S", ROOT, "-B", build_dir, "-G", "Ninja",
-                        "-DCMAKE_BUILD_TYPE=Release", "-DBACKSTEP_BENCH=OFF",
-                        f"-DPython3_EXECUTABLE={sys.executable}"], check=True)
+        configure = ["cmake", "-S", ROOT, "-B", build_dir, "-G", "Ninja",
+                     "-DCMAKE_BUILD_TYPE=Release", "-DBACKSTEP_BENCH=OFF",
+                     f"-DPython3_EXECUTABLE={sys.executable}"]
+        if shutil.which("ccache"):
+            configure += ["-DCMAKE_CXX_COMPILER_LAUNCHER=ccache",
+                          "-DCMAKE_C_COMPILER_LAUNCHER=ccache"]
+        subprocess.run(configure, check=True)
         subprocess.run(["cmake", "--build", build_dir, "-j", jobs, "--target", "backstep_python"],
                        check=True)
         built = os.path.join(build_dir, "python", "backstep", "_core.abi3.so")

@@ -21,7 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
+struct OriginRun {
   int code = -1;
   std::string out, err;
 };
@@ -41,12 +41,12 @@ class OriginCli : public ::testing::Test {
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 
-  static Run Backstep(const std::string& args) {
+  static OriginRun Backstep(const std::string& args) {
     const fs::path out = dir_ / "out.txt", err = dir_ / "err.txt";
     const std::string cmd = std::string(BACKSTEP_BIN) + " " + args + " >" + out.string() + " 2>" +
                             err.string() + " </dev/null";
     const int status = std::system(cmd.c_str());
-    Run r;
+    OriginRun r;
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     std::ifstream o(out), e(err);
     r.out.assign(std::istreambuf_iterator<char>(o), {});
@@ -81,8 +81,8 @@ TEST_F(OriginCli, FirstStepIsTheGeneratorsWrite) {
   }
   char addr[32];
   std::snprintf(addr, sizeof addr, "0x%llx", static_cast<unsigned long long>(info_.once_address));
-  Run r = Backstep("origin " + trace_ + " " + addr + " " + std::to_string(info_.once_size) +
-                   " --at end --depth 2");
+  OriginRun r = Backstep("origin " + trace_ + " " + addr + " " + std::to_string(info_.once_size) +
+                         " --at end --depth 2");
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string first = r.out.substr(0, r.out.find('\n'));
   EXPECT_EQ(first.rfind("#0 pos " + std::to_string(info_.once_event) + " pc 0x", 0), 0u) << r.out;
@@ -91,7 +91,7 @@ TEST_F(OriginCli, FirstStepIsTheGeneratorsWrite) {
             std::string::npos)
       << r.out;
   // Before the write, nothing wrote the bytes: the initial image.
-  Run before =
+  OriginRun before =
       Backstep("origin " + trace_ + " " + addr + " --at " + std::to_string(info_.once_event));
   ASSERT_EQ(before.code, 0) << before.err;
   EXPECT_EQ(before.out.rfind("#0 pos - pc - mem " + std::string(addr) + "+1 =", 0), 0u)
@@ -105,11 +105,11 @@ TEST_F(OriginCli, Refusals) {
   EXPECT_EQ(Backstep("origin " + trace_ + " 0x10 0").code, 2);
   EXPECT_EQ(Backstep("origin " + trace_ + " 0x10 8 --depth 0").code, 2);
   EXPECT_EQ(Backstep("origin " + trace_ + " 0x10 8 --bogus").code, 2);
-  Run past = Backstep("origin " + trace_ + " 0x10 8 --at 999999");
+  OriginRun past = Backstep("origin " + trace_ + " 0x10 8 --at 999999");
   EXPECT_EQ(past.code, 1);
   EXPECT_NE(past.err.find("past the end"), std::string::npos) << past.err;
   const std::string missing = (dir_ / "missing.bin").string();
-  Run bad = Backstep("origin " + missing + " 0x10");
+  OriginRun bad = Backstep("origin " + missing + " 0x10");
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find(missing), std::string::npos) << bad.err;
 }
