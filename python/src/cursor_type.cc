@@ -37,7 +37,7 @@ PyObject* Seek(PyObject* self, PyObject* arg) {
   std::uint64_t p;
   if (!ToU64(arg, &p, "position")) return nullptr;
   core::Status s = Of(self).Seek(core::Position(p));
-  if (!s.ok()) return RaiseStatus(s, p);
+  if (!s.ok()) return RaiseStatus(s, p, Of(self).trace().path());
   Py_RETURN_NONE;
 }
 
@@ -59,7 +59,7 @@ PyObject* Step(PyObject* self, PyObject* arg) {
                    : (target == here + 1) ? c.StepForward()
                    : target == here       ? core::Status()
                                           : c.Seek(core::Position(target));
-  if (!s.ok()) return RaiseStatus(s, target);
+  if (!s.ok()) return RaiseStatus(s, target, Of(self).trace().path());
   return PyLong_FromLongLong(static_cast<long long>(target) - static_cast<long long>(here));
 }
 
@@ -99,7 +99,7 @@ PyObject* Reg(PyObject* self, PyObject* args) {
     return nullptr;
   }
   auto regs = c.Registers(thread);
-  if (!regs.ok()) return RaiseStatus(regs.status(), c.position().value);
+  if (!regs.ok()) return RaiseStatus(regs.status(), c.position().value, Of(self).trace().path());
   std::vector<std::uint8_t> value(c.trace().arch().info(*id).size);
   if (!(*regs)->Read(*id, value)) Py_RETURN_NONE;
   return PyBytes_FromStringAndSize(reinterpret_cast<const char*>(value.data()),
@@ -121,7 +121,7 @@ PyObject* Read(PyObject* self, PyObject* args) {
   core::Cursor& c = Of(self);
   core::Status s = c.ReadMemory(
       address, out, known, physical ? core::AddressKind::kPhysical : core::AddressKind::kVirtual);
-  if (!s.ok()) return RaiseStatus(s, c.position().value);
+  if (!s.ok()) return RaiseStatus(s, c.position().value, Of(self).trace().path());
   return Py_BuildValue("(y#y#)", reinterpret_cast<const char*>(out.data()),
                        static_cast<Py_ssize_t>(length), reinterpret_cast<const char*>(known.data()),
                        static_cast<Py_ssize_t>(length));
@@ -225,10 +225,10 @@ PyObject* Run(PyObject* self, PyObject* args) {
           interrupt)) {
     return nullptr;
   }
-  if (!result->ok()) return RaiseStatus(result->status(), from.value);
+  if (!result->ok()) return RaiseStatus(result->status(), from.value, Of(self).trace().path());
   const core::StopEvent& stop = result->value();
   core::Status s = c.Seek(stop.position);
-  if (!s.ok()) return RaiseStatus(s, stop.position.value);
+  if (!s.ok()) return RaiseStatus(s, stop.position.value, Of(self).trace().path());
   const char* kind = stop.watch_kind == core::WatchKind::kWrite  ? "w"
                      : stop.watch_kind == core::WatchKind::kRead ? "r"
                                                                  : "a";
@@ -243,7 +243,7 @@ PyObject* Event(PyObject* self, PyObject*) {
   auto ev = Of(self).CurrentEvent();
   if (!ev.ok()) {
     if (ev.status().IsNotFound()) Py_RETURN_NONE;
-    return RaiseStatus(ev.status(), Of(self).position().value);
+    return RaiseStatus(ev.status(), Of(self).position().value, Of(self).trace().path());
   }
   const std::string kind(core::EventKindName((*ev)->kind));
   return PyUnicode_FromString(kind.c_str());

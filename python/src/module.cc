@@ -76,7 +76,7 @@ PyObject* Open(PyObject*, PyObject* args, PyObject* kwargs) {
     return nullptr;
   }
   if (show) std::fputs("\r\033[K", stderr);
-  if (!result->ok()) return RaiseStatus(result->status());
+  if (!result->ok()) return RaiseStatus(result->status(), {}, path_copy);
   auto* type = reinterpret_cast<PyTypeObject*>(State().trace_type);
   PyObject* obj = PyType_GenericAlloc(type, 0);
   if (!obj) return nullptr;
@@ -126,7 +126,8 @@ PyModuleDef kModule = {
 
 ModuleState& State() { return g_state; }
 
-PyObject* RaiseStatus(const core::Status& status, std::optional<std::uint64_t> position) {
+PyObject* RaiseStatus(const core::Status& status, std::optional<std::uint64_t> position,
+                      const std::string& file) {
   if (status.IsInterrupted()) {
     PyErr_SetString(PyExc_KeyboardInterrupt, status.message().c_str());
     return nullptr;
@@ -137,7 +138,9 @@ PyObject* RaiseStatus(const core::Status& status, std::optional<std::uint64_t> p
   // The file is the message's first "word:" when it names one.
   const std::string& bare = status.message();
   const std::size_t colon = bare.find(": ");
-  if (colon != std::string::npos && bare.find('/') < colon) {
+  if (!file.empty()) {
+    SetAttr(exc, "file", PyUnicode_FromString(file.c_str()));
+  } else if (colon != std::string::npos && bare.find('/') < colon) {
     SetAttr(exc, "file", PyUnicode_FromStringAndSize(bare.data(), static_cast<Py_ssize_t>(colon)));
   } else {
     SetAttr(exc, "file", Py_NewRef(Py_None));

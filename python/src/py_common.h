@@ -44,9 +44,11 @@ struct ModuleState {
 ModuleState& State();
 
 // Raises the status as backstep.TraceError (KeyboardInterrupt for
-// Interrupted), with attributes file, offset (parsed from "offset 0x..."),
-// position (if given) and code; returns nullptr.
-PyObject* RaiseStatus(const core::Status& status, std::optional<std::uint64_t> position = {});
+// Interrupted), with attributes file (`file`, else the message's leading
+// path, else None), offset (parsed from "offset 0x..."), position (if
+// given) and code; returns nullptr.
+PyObject* RaiseStatus(const core::Status& status, std::optional<std::uint64_t> position = {},
+                      const std::string& file = "");
 
 // Runs `work` on a worker thread without the GIL; Ctrl-C sets `interrupt`.
 // Returns false (KeyboardInterrupt set) if a signal handler raised.

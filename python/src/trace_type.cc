@@ -89,7 +89,7 @@ PyObject* NearestAccess(PyObject* self, PyObject* args) {
     return nullptr;
   }
   auto r = Query(Of(self), address, length, core::Position(at), core::AddressKind::kVirtual);
-  if (!r.ok()) return RaiseStatus(r.status(), at);
+  if (!r.ok()) return RaiseStatus(r.status(), at, Of(self).path());
   return AccessTuple(*r);
 }
 
@@ -188,7 +188,7 @@ PyObject* Origin(PyObject* self, PyObject* args) {
           interrupt)) {
     return nullptr;
   }
-  if (!result->ok()) return RaiseStatus(result->status(), at);
+  if (!result->ok()) return RaiseStatus(result->status(), at, Of(self).path());
   return OriginSteps(result->value());
 }
 

@@ -93,7 +93,7 @@ def test_errors_name_the_file(workdir, reven, loop_ucir):
     missing = os.path.join(workdir, "missing.bin")
     with pytest.raises(backstep.TraceError) as err:
         backstep.open(missing)
-    assert missing in str(err.value)
+    assert missing in str(err.value) and err.value.file == missing
     # A truncated copy of a REVEN trace: the error names the file and offset.
     cut = os.path.join(workdir, "cut", "trace.bin")
     os.makedirs(os.path.dirname(cut), exist_ok=True)
@@ -104,11 +104,13 @@ def test_errors_name_the_file(workdir, reven, loop_ucir):
     with pytest.raises(backstep.TraceError) as err:
         backstep.open(cut)
     assert cut in str(err.value)
-    assert err.value.file is None or cut in err.value.file
+    assert err.value.file == cut
+    assert err.value.offset is None or err.value.offset <= 100
     t = backstep.open(reven.path)
     with pytest.raises(backstep.TraceError) as err:
         t._t.cursor().seek(len(t) + 5)
-    assert err.value.position == len(t) + 5
+    assert err.value.position == len(t) + 5 and err.value.file == reven.path
+    assert err.value.code == "OutOfRange"
     with pytest.raises(backstep.TraceError) as err:
         backstep.open(loop_ucir.path).reads(0x10, 1)  # usercorn records no reads
     assert "records no memory reads" in str(err.value)
