@@ -67,5 +67,6 @@ int RunConvert(Args& args);
 int RunExport(Args& args);
 int RunRecord(Args& args);
 int RunServe(Args& args);
+int RunOrigin(Args& args);
 
 }  // namespace backstep::cli

@@ -28,6 +28,10 @@ Commands:
                                   127.0.0.1:1234 (--port 0: a free port, printed on stderr),
                                   or on stdin/stdout: target remote | backstep serve --stdio T;
                                   --log FILE records every packet
+  origin TRACE ADDR [LEN] [--at N] [--depth D]
+                                  where the bytes at ADDR came from: the write, the
+                                  instruction, its source register or memory, recursively
+                                  (default: at the end, depth 8)
   record [-o FILE] [--max-insns N] -- PROG [ARGS]
                                   run PROG under ptrace and record every instruction
                                   into a usercorn trace (default FILE: PROG.ucir)
@@ -62,5 +66,6 @@ int main(int argc, char** argv) {
   if (command == "export") return RunExport(args);
   if (command == "record") return RunRecord(args);
   if (command == "serve") return RunServe(args);
+  if (command == "origin") return RunOrigin(args);
   return Usage("unknown command '" + std::string(command) + "'");
 }

@@ -142,4 +142,54 @@ std::optional<std::uint64_t> TraceIndex::NextPcInRange(Address lo, Address hi,
   return std::nullopt;
 }
 
+std::uint64_t TraceIndex::PostingRank(const PcRecord& rec, std::uint64_t before) const {
+  const std::uint64_t blocks = (rec.count + kPostingsPerBlock - 1) / kPostingsPerBlock;
+  const std::uint8_t* skips = bytes_.data() + rec.skips_offset;
+  auto skip = [&](std::uint64_t i) {
+    return LoadRecord<SkipRecord>(skips + i * sizeof(SkipRecord));
+  };
+  std::uint64_t lo = 0, hi = blocks;  // number of blocks starting before `before`
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    if (skip(mid).first_event < before) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (lo == 0) return 0;
+  // Every posting of the blocks before the last one counted is below
+  // `before`; the last one is decoded.
+  std::uint64_t rank = (lo - 1) * kPostingsPerBlock + 1;
+  const SkipRecord s = skip(lo - 1);
+  std::uint64_t value = s.first_event;
+  const std::uint8_t* in = bytes_.data() + rec.data_offset + s.data_rel;
+  const std::uint64_t deltas =
+      std::min<std::uint64_t>(kPostingsPerBlock, rec.count - (lo - 1) * kPostingsPerBlock) - 1;
+  for (std::uint64_t j = 0; j < deltas; ++j) {
+    value += GetVarint(in);
+    if (value >= before) break;
+    ++rank;
+  }
+  return rank;
+}
+
+std::uint64_t TraceIndex::CountPc(Address pc, std::uint64_t from, std::uint64_t to) const {
+  if (from >= to || dir_.segment_count == 0) return 0;
+  std::uint64_t total = 0;
+  for (std::uint64_t s = SegmentIndexOf(from); s < dir_.segment_count; ++s) {
+    const SegmentRecord seg = segment(s);
+    if (seg.first_event >= to) break;
+    if (seg.end_event <= from) continue;
+    const PcTable table{bytes_.data() + seg.pcs_offset, seg.pc_count};
+    const std::uint64_t i = table.LowerBound(pc);
+    if (i == table.count || table.at(i).pc != pc) continue;
+    const PcRecord rec = table.at(i);
+    const std::uint64_t below_to = seg.end_event <= to ? rec.count : PostingRank(rec, to);
+    const std::uint64_t below_from = seg.first_event >= from ? 0 : PostingRank(rec, from);
+    total += below_to - below_from;
+  }
+  return total;
+}
+
 }  // namespace backstep::core

@@ -96,6 +96,9 @@ class TraceIndex {
   std::optional<std::uint64_t> PrevPc(Address pc, std::uint64_t before) const;
   // Same for any pc in [lo, hi] (inclusive).
   std::optional<std::uint64_t> NextPcInRange(Address lo, Address hi, std::uint64_t from) const;
+  // Number of events in [from, to) whose pc is `pc`, without listing them:
+  // per segment one binary search and at most two block decodes.
+  std::uint64_t CountPc(Address pc, std::uint64_t from, std::uint64_t to) const;
 
   // --- access lists (index_memory.cc) ---
   // First entry with event >= from / last entry with event < before that
@@ -147,6 +150,8 @@ class TraceIndex {
                                                std::uint64_t before) const;
   std::optional<std::uint64_t> PostingAtOrAfter(const PcRecord& rec, std::uint64_t from) const;
   std::optional<std::uint64_t> PostingBefore(const PcRecord& rec, std::uint64_t before) const;
+  // Number of postings of `rec` below `before`.
+  std::uint64_t PostingRank(const PcRecord& rec, std::uint64_t before) const;
 
   std::shared_ptr<const void> owner_;
   std::span<const std::uint8_t> bytes_, trace_bytes_;

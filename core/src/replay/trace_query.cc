@@ -29,4 +29,10 @@ std::optional<std::uint64_t> NextEventWithPcIn(const Trace& trace, Address lo, A
   return TraceIndexOf(trace).NextPcInRange(lo, hi, from);
 }
 
+bool IndexRecordsReads(const Trace& trace) { return TraceIndexOf(trace).records_reads(); }
+
+std::optional<std::uint64_t> LastMemoryClearBefore(const Trace& trace, std::uint64_t position) {
+  return TraceIndexOf(trace).LastMemoryClearBefore(position);
+}
+
 }  // namespace backstep::core

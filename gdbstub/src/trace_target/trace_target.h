@@ -168,6 +168,7 @@ class TraceTarget final : public Target,
   core::Expected<std::string> MonitorNextWrite(const MonitorArgs& args);
   core::Expected<std::string> MonitorHistory(const MonitorArgs& args);
   core::Expected<std::string> MonitorWatchFilter(const MonitorArgs& args);
+  core::Expected<std::string> MonitorOrigin(const MonitorArgs& args);
   struct MonitorCommand {
     std::string_view name;
     std::string_view usage;

@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "backstep/core/provenance.h"
 #include "trace_target/trace_target.h"
 
 namespace backstep::gdbstub {
@@ -96,6 +97,9 @@ const TraceTarget::MonitorCommand TraceTarget::kMonitorCommands[] = {
     {"history", "history ADDR [LEN] [--max N]",
      "every recorded access to [ADDR, ADDR+LEN), oldest first (default max 50)",
      &TraceTarget::MonitorHistory},
+    {"origin", "origin ADDR [LEN] [DEPTH]",
+     "where the bytes at ADDR came from now: writer, instruction, source, recursively (depth 8)",
+     &TraceTarget::MonitorOrigin},
     {"watch-filter", "watch-filter [changes|all]",
      "show or set which writes a write watchpoint reports (default: value changes only)",
      &TraceTarget::MonitorWatchFilter},
@@ -267,6 +271,23 @@ core::Expected<std::string> TraceTarget::MonitorHistory(const MonitorArgs& all_a
   for (std::size_t i = 0; i < accesses.size() && i < max; ++i) out += DescribeAccess(accesses[i]);
   if (accesses.size() > max) out += "... (more; use --max N)\n";
   return out;
+}
+
+core::Expected<std::string> TraceTarget::MonitorOrigin(const MonitorArgs& args) {
+  constexpr const char* kUsage = "origin ADDR [LEN] [DEPTH]";
+  if (args.size() < 2 || args.size() > 4) return Usage(kUsage);
+  auto address = ParseNumber(args[1]);
+  auto length = args.size() >= 3 ? ParseNumber(args[2]) : std::optional<std::uint64_t>(1);
+  auto depth = args.size() == 4 ? ParseNumber(args[3])
+                                : std::optional<std::uint64_t>(core::kDefaultOriginDepth);
+  if (!address || !length || *length == 0 || *length > 4096 || !depth || *depth == 0 ||
+      *depth > 1000) {
+    return Usage(kUsage);
+  }
+  BACKSTEP_ASSIGN_OR_RETURN(
+      std::vector<core::OriginStep> steps,
+      core::Origin(*trace_, *address, *length, position(), static_cast<unsigned>(*depth)));
+  return core::FormatOrigin(steps);
 }
 
 core::Expected<std::string> TraceTarget::MonitorWatchFilter(const MonitorArgs& args) {

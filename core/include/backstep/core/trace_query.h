@@ -34,4 +34,10 @@ std::optional<std::uint64_t> PrevEventOfThread(const Trace& trace, ThreadId thre
 std::optional<std::uint64_t> NextEventWithPcIn(const Trace& trace, Address lo, Address hi,
                                                std::uint64_t from);
 
+// Whether the index holds observed reads (the trace records them).
+bool IndexRecordsReads(const Trace& trace);
+// The last event < `position` that clears all memory (kEventClearsMemory:
+// tfile frames); nullopt when there is none.
+std::optional<std::uint64_t> LastMemoryClearBefore(const Trace& trace, std::uint64_t position);
+
 }  // namespace backstep::core
