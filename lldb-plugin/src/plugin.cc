@@ -38,12 +38,12 @@ using Args = std::vector<std::string>;
 struct Registry {
   std::vector<std::pair<lldb::SBTarget, std::unique_ptr<TraceSession>>> sessions;
 
-  // Forgets sessions whose target LLDB deleted or whose stub stopped
-  // (joining their finished threads).
+  // Forgets the sessions of targets LLDB deleted (their stub stopped when
+  // the connection closed; this joins the thread). A session whose process
+  // was killed stays, to say "not connected".
   void Sweep(lldb::SBDebugger& debugger) {
     for (auto it = sessions.begin(); it != sessions.end();) {
-      bool deleted = debugger.GetIndexOfTarget(it->first) == UINT32_MAX;
-      if (deleted || !it->second->serving()) {
+      if (debugger.GetIndexOfTarget(it->first) == UINT32_MAX) {
         it = sessions.erase(it);
       } else {
         ++it;
@@ -141,11 +141,13 @@ std::optional<std::uint64_t> Address(Context& c, const std::string& text, std::s
   if (auto n = ParseUnsigned(text)) return n;
   lldb::SBValue value = c.thread.GetSelectedFrame().EvaluateExpression(text.c_str());
   if (!value.IsValid() || value.GetError().Fail()) {
-    error = "cannot evaluate '" + text + "'" +
-            (value.IsValid() && value.GetError().GetCString()
-                 ? std::string(": ") + value.GetError().GetCString()
-                 : std::string());
-    while (!error.empty() && (error.back() == '\n' || error.back() == ' ')) error.pop_back();
+    // LLDB's diagnostic is several lines (source excerpt, caret): keep the first.
+    std::string why = value.IsValid() && value.GetError().GetCString()
+                          ? value.GetError().GetCString()
+                          : "not an address";
+    why = why.substr(0, why.find('\n'));
+    if (why.rfind("error: ", 0) == 0) why = why.substr(7);
+    error = "cannot evaluate '" + text + "': " + why;
     return std::nullopt;
   }
   return value.GetValueAsUnsigned();

@@ -149,6 +149,11 @@ class TraceTarget final : public Target,
                                               const std::atomic<bool>* interrupt);
   core::Expected<StopReason> RunReverseNext(const ReverseNextPlan& plan,
                                             const std::atomic<bool>* interrupt);
+  // The position of the `call` that stored `return_address` at `slot`
+  // before `before`; nullopt if none is found.
+  core::Expected<std::optional<core::Position>> FindCall(core::Address slot,
+                                                         core::Address return_address,
+                                                         core::Position before);
   // Back to `to` (< position()), stopping earlier at breakpoints and
   // watched accesses; nullopt when `to` was reached.
   core::Expected<std::optional<StopReason>> RunBackTo(core::Position to,

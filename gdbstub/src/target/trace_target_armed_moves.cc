@@ -5,7 +5,9 @@
 // The rules are gdb 13's (infrun.c, reverse stepping); the debugger supplies
 // the line rows, the stub the positions.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "target/trace_target.h"
 
@@ -23,18 +25,32 @@ std::optional<std::pair<LineRow, core::Address>> RowOf(const ReverseNextPlan& pl
   return std::pair(*std::prev(it), end);
 }
 
+std::string HexAddress(core::Address a) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(a));
+  return buf;
+}
+
 }  // namespace
 
 core::Expected<core::Position> TraceTarget::ArmReverseFinish(core::Address return_slot) {
-  BACKSTEP_ASSIGN_OR_RETURN(std::optional<core::Access> call,
-                            core::LastWrite(*trace_, return_slot, 8, position()));
-  if (!call) {
-    return core::Status::NotFound("no call stored a return address at " +
-                                  std::to_string(return_slot) + " before position " +
-                                  std::to_string(position().value));
+  std::uint8_t word[8], known[8];
+  core::Address return_address = 0;
+  if (!cursor_->ReadMemory(return_slot, word, known, core::AddressKind::kVirtual).ok() ||
+      !std::all_of(known, known + 8, [](std::uint8_t k) { return k != 0; })) {
+    return core::Status::NotFound("the return address at " + HexAddress(return_slot) +
+                                  " is not recorded");
   }
-  armed_ = ArmedReverseFinish{core::Position(call->event)};
-  return core::Position(call->event);
+  std::memcpy(&return_address, word, 8);
+  BACKSTEP_ASSIGN_OR_RETURN(std::optional<core::Position> call,
+                            FindCall(return_slot, return_address, position()));
+  if (!call) {
+    return core::Status::NotFound("no call stored the return address " +
+                                  HexAddress(return_address) + " at " + HexAddress(return_slot) +
+                                  " before position " + std::to_string(position().value));
+  }
+  armed_ = ArmedReverseFinish{*call};
+  return *call;
 }
 
 core::Status TraceTarget::ArmReverseNext(ReverseNextPlan plan) {
@@ -80,6 +96,36 @@ core::Expected<StopReason> TraceTarget::RunReverseFinish(core::Position call,
   if (early) return *early;
   BACKSTEP_RETURN_IF_ERROR(MoveTo(call, thread));
   return StopReason(DoneStep{});
+}
+
+core::Expected<std::optional<core::Position>> TraceTarget::FindCall(core::Address slot,
+                                                                    core::Address return_address,
+                                                                    core::Position before) {
+  // NOTE: the call is not simply the last write of the slot: a callee may
+  // store the same bytes there again (an xsave area, a system call's
+  // recorded memory diff). The call is the write made by an instruction
+  // just before the return address (2 to 7 bytes: `call rel32`, `call
+  // *mem`) with rsp one word above the slot.
+  constexpr int kMaxCandidates = 64;
+  const core::ArchDescription& arch = trace_->arch();
+  auto probe = trace_->NewCursor();
+  if (!probe.ok()) return probe.status();
+  for (int i = 0; i < kMaxCandidates; ++i) {
+    BACKSTEP_ASSIGN_OR_RETURN(std::optional<core::Access> write,
+                              core::LastWrite(*trace_, slot, 8, before));
+    if (!write) return std::optional<core::Position>();
+    BACKSTEP_RETURN_IF_ERROR((*probe)->Seek(core::Position(write->event)));
+    auto regs = (*probe)->Registers(write->thread);
+    if (regs.ok() && (*regs)->known(arch.pc()) && (*regs)->known(arch.sp())) {
+      const core::Address pc = (*regs)->u64(arch.pc()), sp = (*regs)->u64(arch.sp());
+      if (sp == slot + 8 && return_address > pc && return_address - pc >= 2 &&
+          return_address - pc <= 7) {
+        return std::optional<core::Position>(core::Position(write->event));
+      }
+    }
+    before = core::Position(write->event);
+  }
+  return std::optional<core::Position>();
 }
 
 core::Expected<StopReason> TraceTarget::RunReverseNext(const ReverseNextPlan& plan,
@@ -129,13 +175,12 @@ core::Expected<StopReason> TraceTarget::RunReverseNext(const ReverseNextPlan& pl
         std::memcpy(&returned_to, word, 8);
       }
       if (returned_to == before.pc) {
-        BACKSTEP_ASSIGN_OR_RETURN(std::optional<core::Access> call,
-                                  core::LastWrite(*trace_, now.sp, 8, position()));
-        if (call && call->event < position().value) {
-          BACKSTEP_ASSIGN_OR_RETURN(std::optional<StopReason> early,
-                                    RunBackTo(core::Position(call->event), interrupt));
+        BACKSTEP_ASSIGN_OR_RETURN(std::optional<core::Position> call,
+                                  FindCall(now.sp, returned_to, position()));
+        if (call) {
+          BACKSTEP_ASSIGN_OR_RETURN(std::optional<StopReason> early, RunBackTo(*call, interrupt));
           if (early) return *early;
-          BACKSTEP_RETURN_IF_ERROR(MoveTo(core::Position(call->event), thread));
+          BACKSTEP_RETURN_IF_ERROR(MoveTo(*call, thread));
           BACKSTEP_ASSIGN_OR_RETURN(now, read());
         }
       }

@@ -6,7 +6,8 @@
 //   1   0x1004  11    nop
 //   2   0x1008  11    call f   [0x7ff8] = 0x100d    0x7ff8
 //   3   0x2000  20    push     [0x7ff0] = 0         0x7ff0   (f's entry row)
-//   4   0x2001  21    nop
+//   4   0x2001  21    mov      [0x7ff8] = 0x100d            (the same bytes again,
+//                                                         as an xsave area would)
 //   5   0x2005  21    pop                           0x7ff8
 //   6   0x2006  21    ret                           0x8000
 //   7   0x100d  11    nop
@@ -60,7 +61,7 @@ class ArmedMoves : public ::testing::Test {
                           {0x1008, {}, {}},
                           {0x2000, 0x7ff8, std::pair(core::Address{0x7ff8}, 0x100d)},
                           {0x2001, 0x7ff0, std::pair(core::Address{0x7ff0}, 0)},
-                          {0x2005, {}, {}},
+                          {0x2005, {}, std::pair(core::Address{0x7ff8}, 0x100d)},
                           {0x2006, 0x7ff8, {}},
                           {0x100d, 0x8000, {}},
                           {0x1010, {}, {}},
@@ -131,7 +132,7 @@ TEST_F(ArmedMoves, ReverseNextStopsAtAWatchedWrite) {
 
 TEST_F(ArmedMoves, ReverseFinishGoesToTheCallThatStoredTheReturnAddress) {
   EXPECT_EQ(Run(4, "reverse-finish 0x7ff8"), 2u);
-  EXPECT_EQ(Run(6, "reverse-finish 0x7ff8"), 2u);
+  EXPECT_EQ(Run(6, "reverse-finish 0x7ff8"), 2u);  // not 4, which rewrote the slot
   GoTo(4);
   auto out = target_->RunMonitorCommand("reverse-finish 0x7ff8");
   ASSERT_TRUE(out.ok());
