@@ -34,16 +34,23 @@ constexpr int kLldbMajor = BACKSTEP_LLDB_MAJOR;
 
 using Args = std::vector<std::string>;
 
-// The sessions of this LLDB process, one per target.
+// The sessions of this LLDB process, one per target (a process may hold
+// several debuggers: the SB API).
+struct Entry {
+  lldb::user_id_t debugger_id;
+  lldb::SBTarget target;
+  std::unique_ptr<TraceSession> session;
+};
 struct Registry {
-  std::vector<std::pair<lldb::SBTarget, std::unique_ptr<TraceSession>>> sessions;
+  std::vector<Entry> sessions;
 
   // Forgets the sessions of targets LLDB deleted (their stub stopped when
   // the connection closed; this joins the thread). A session whose process
   // was killed stays, to say "not connected".
   void Sweep(lldb::SBDebugger& debugger) {
     for (auto it = sessions.begin(); it != sessions.end();) {
-      if (debugger.GetIndexOfTarget(it->first) == UINT32_MAX) {
+      if (it->debugger_id == debugger.GetID() &&
+          debugger.GetIndexOfTarget(it->target) == UINT32_MAX) {
         it = sessions.erase(it);
       } else {
         ++it;
@@ -51,10 +58,14 @@ struct Registry {
     }
   }
   TraceSession* Find(lldb::SBTarget target) {
-    for (auto& [t, session] : sessions) {
-      if (t == target) return session.get();
+    for (Entry& e : sessions) {
+      if (e.target == target) return e.session.get();
     }
     return nullptr;
+  }
+  // Stops the stubs of a debugger being destroyed and joins their threads.
+  void Forget(lldb::user_id_t debugger_id) {
+    std::erase_if(sessions, [&](const Entry& e) { return e.debugger_id == debugger_id; });
   }
 };
 
@@ -180,8 +191,8 @@ bool Open(lldb::SBDebugger debugger, const Args& args, lldb::SBCommandReturnObje
     debugger.DeleteTarget(target);
     return Fail(result, fd.status().ToString());
   }
-  registry().sessions.emplace_back(target, std::move(*session));
-  TraceSession& opened = *registry().sessions.back().second;
+  registry().sessions.push_back(Entry{debugger.GetID(), target, std::move(*session)});
+  TraceSession& opened = *registry().sessions.back().session;
   return Synchronously(debugger, [&] {
     lldb::SBCommandReturnObject connect;
     std::string command = "process connect --plugin gdb-remote fd://" + std::to_string(*fd);
@@ -432,9 +443,10 @@ bool lldb::PluginInitialize(lldb::SBDebugger debugger) {
     interpreter.HandleCommand(alias.c_str(), ignored);
   }
   debugger.AddDestroyCallback(
-      [](lldb::user_id_t, void*) {
-        // Stop every stub and join its thread while LLDB is still alive.
-        registry().sessions.clear();
+      [](lldb::user_id_t debugger_id, void*) {
+        // Stop the debugger's stubs and join their threads while LLDB is
+        // still alive (docs/lldb.md §2.3 rule 4).
+        registry().Forget(debugger_id);
       },
       nullptr);
   return true;
