@@ -378,16 +378,22 @@ const CommandSpec kCommands[] = {
 };
 
 // A plugin linked against one LLDB major crashes in another (lldb.md F5).
-// Two liblldb majors in one process is the sign; say so before any SB call.
-std::string ForeignLldbLoaded() {
-  std::string found;
+// A liblldb of another major in the process is the sign (the plugin's own
+// dependency is then loaded too, and might never be reached if the
+// executable's comes first); say so before any SB call.
+struct Foreign {
+  std::string path;
+  int major = 0;
+};
+Foreign ForeignLldbLoaded() {
+  Foreign found;
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* data) {
         const char* name = info->dlpi_name ? std::strrchr(info->dlpi_name, '/') : nullptr;
         name = name ? name + 1 : info->dlpi_name;
         int major = 0;
         if (name && std::sscanf(name, "liblldb-%d.so", &major) == 1 && major != kLldbMajor) {
-          *static_cast<std::string*>(data) = info->dlpi_name;
+          *static_cast<Foreign*>(data) = Foreign{info->dlpi_name, major};
         }
         return 0;
       },
@@ -404,11 +410,11 @@ __attribute__((visibility("default"))) bool PluginInitialize(lldb::SBDebugger de
 
 bool lldb::PluginInitialize(lldb::SBDebugger debugger) {
   using namespace backstep::lldb_plugin;
-  if (std::string other = ForeignLldbLoaded(); !other.empty()) {
+  if (Foreign other = ForeignLldbLoaded(); !other.path.empty()) {
     std::fprintf(stderr,
-                 "error: libbackstep_lldb.so was built for LLDB %d but this LLDB is %s: "
-                 "rebuild the plugin against that LLDB's liblldb-N-dev\n",
-                 kLldbMajor, other.c_str());
+                 "error: libbackstep_lldb.so was built for LLDB %d, but this is LLDB %d (%s): "
+                 "rebuild the plugin against liblldb-%d-dev\n",
+                 kLldbMajor, other.major, other.path.c_str(), other.major);
     return false;
   }
   const char* version = lldb::SBDebugger::GetVersionString();
