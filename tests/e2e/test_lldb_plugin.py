@@ -398,6 +398,34 @@ class OtherFormats(unittest.TestCase):
         self.assertEqual(self.lldb.when(), hit - 1)
 
 
+class GdbSampleTfile(unittest.TestCase):
+    """gdb's own trace file sample (../shared/samples/gdb_tfile), no program."""
+
+    SAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared",
+                          "samples", "gdb_tfile", "stepping_amd64.tf")
+
+    def test_sample(self):
+        if not os.path.exists(self.SAMPLE):
+            self.fail("sample missing: " + self.SAMPLE)
+        env = util.Env.from_argv()
+        path = os.path.join(env.dir, "stepping_amd64.tf")  # the index goes next to it
+        with open(self.SAMPLE, "rb") as src, open(path, "wb") as dst:
+            dst.write(src.read())
+        debugger = Lldb()
+        try:
+            out = debugger.run("backstep open " + path)
+            events = int(re.search(r": (\d+) events", out).group(1))
+            self.assertIn("format:     tfile", debugger.run("backstep info"))
+            debugger.run("backstep goto end")
+            self.assertEqual(debugger.when(), events)
+            debugger.run("rsi")
+            self.assertEqual(debugger.when(), events - 1)
+            self.assertEqual(debugger.frame().GetPC(),
+                             env.dump_rip(util.Trace(path, {}), events - 1))
+        finally:
+            debugger.close()
+
+
 @unittest.skipIf(ASAN_PRELOADED, "the sanitizer build loads the ASan plugin only into this "
                  "process: lldb-19 --batch hangs in setlocale() with libasan preloaded")
 class BatchScript(unittest.TestCase):
