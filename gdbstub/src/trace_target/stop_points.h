@@ -38,6 +38,14 @@ class StopPoints {
   core::Status InsertWatchpoint(WatchKind kind, core::Address addr, std::uint64_t length);
   void RemoveWatchpoint(WatchKind kind, core::Address addr, std::uint64_t length);
 
+  // The stop reply of a breakpoint at `pc` (a software one wins), or
+  // nullopt when none is inserted there.
+  std::optional<StopReason> BreakpointAt(core::Address pc) const {
+    if (sw_breakpoints_.contains(pc)) return StopReason(SwBreak{});
+    if (hw_breakpoints_.contains(pc)) return StopReason(HwBreak{});
+    return std::nullopt;
+  }
+
   bool has_watchpoints() const { return !watchpoints_.empty(); }
   // Watchpoints of `kind`, duplicates counted.
   std::size_t watchpoint_count(WatchKind kind) const;

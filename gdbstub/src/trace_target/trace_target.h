@@ -7,6 +7,7 @@
 //   trace_target_frames.cc   QTFrame (tfind)
 //   trace_target_monitor.cc  monitor commands
 //   stop_points.h            breakpoint and watchpoint bookkeeping (StopPoints)
+//   trace_target_armed_moves.cc  reverse-finish and reverse-next armed moves
 //
 // Positions and threads (docs/rsp.md §6): the cursor's position is a state
 // index. A step of thread T from p executes T's next event e (the first event
@@ -73,6 +74,8 @@ class TraceTarget final : public Target,
   core::Position position() const override { return cursor_->position(); }
   void ArmGoto(core::Position p) override;
   void ArmReverseStep() override { armed_ = ArmedReverseStep{}; }
+  core::Expected<core::Position> ArmReverseFinish(core::Address return_slot) override;
+  core::Status ArmReverseNext(ReverseNextPlan plan) override;
   void SetDirection(core::Direction direction) override { direction_ = direction; }
   core::Direction direction() const override { return direction_; }
 
@@ -114,7 +117,14 @@ class TraceTarget final : public Target,
     core::Position position;
   };
   struct ArmedReverseStep {};
-  using Armed = std::variant<std::monostate, ArmedGoto, ArmedReverseStep>;
+  struct ArmedReverseFinish {
+    core::Position call;
+  };
+  struct ArmedReverseNext {
+    ReverseNextPlan plan;
+  };
+  using Armed = std::variant<std::monostate, ArmedGoto, ArmedReverseStep, ArmedReverseFinish,
+                             ArmedReverseNext>;
   using MonitorArgs = std::vector<std::string_view>;
 
   TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOptions options,
@@ -135,6 +145,20 @@ class TraceTarget final : public Target,
   core::Expected<StopReason> Continue(core::Direction direction,
                                       const std::atomic<bool>* interrupt);
   core::StopCondition Condition(const std::atomic<bool>* interrupt) const;
+  // ---- trace_target_armed_moves.cc
+  core::Expected<StopReason> RunReverseFinish(core::Position call,
+                                              const std::atomic<bool>* interrupt);
+  core::Expected<StopReason> RunReverseNext(const ReverseNextPlan& plan,
+                                            const std::atomic<bool>* interrupt);
+  // The position of the `call` that stored `return_address` at `slot`
+  // before `before`; nullopt if none is found.
+  core::Expected<std::optional<core::Position>> FindCall(core::Address slot,
+                                                         core::Address return_address,
+                                                         core::Position before);
+  // Back to `to` (< position()), stopping earlier at breakpoints and
+  // watched accesses; nullopt when `to` was reached.
+  core::Expected<std::optional<StopReason>> RunBackTo(core::Position to,
+                                                      const std::atomic<bool>* interrupt);
   // Moves the cursor to `p` and makes `thread` the stopping thread.
   core::Status MoveTo(core::Position p, std::optional<core::ThreadId> thread);
   StopReason ToStopReason(const core::StopEvent& stop) const;
@@ -169,6 +193,8 @@ class TraceTarget final : public Target,
   core::Expected<std::string> MonitorHistory(const MonitorArgs& args);
   core::Expected<std::string> MonitorWatchFilter(const MonitorArgs& args);
   core::Expected<std::string> MonitorOrigin(const MonitorArgs& args);
+  core::Expected<std::string> MonitorReverseFinish(const MonitorArgs& args);
+  core::Expected<std::string> MonitorReverseNext(const MonitorArgs& args);
   struct MonitorCommand {
     std::string_view name;
     std::string_view usage;

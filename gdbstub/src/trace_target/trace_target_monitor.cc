@@ -87,6 +87,12 @@ const TraceTarget::MonitorCommand TraceTarget::kMonitorCommands[] = {
     {"reverse-stepi", "reverse-stepi",
      "arm one instruction back; the next stepi/continue performs it",
      &TraceTarget::MonitorReverseStepi},
+    {"reverse-finish", "reverse-finish SLOT",
+     "arm a run back to the call that stored the return address at SLOT (the frame's CFA - 8)",
+     &TraceTarget::MonitorReverseFinish},
+    {"reverse-next", "reverse-next FUNC END CALLER CALLER_END CALLER_LINE ADDR:LINE...",
+     "arm gdb's reverse-next in function [FUNC, END) with its line rows (the LLDB plugin's)",
+     &TraceTarget::MonitorReverseNext},
     {"direction", "direction [reverse|forward]",
      "show or set the direction of stepi/continue (LLDB 19 has no reverse commands)",
      &TraceTarget::MonitorDirection},
@@ -161,6 +167,10 @@ core::Expected<std::string> TraceTarget::MonitorInfo(const MonitorArgs&) {
     out += "armed:      goto " + std::to_string(go->position.value) + "\n";
   } else if (std::holds_alternative<ArmedReverseStep>(armed_)) {
     out += "armed:      reverse-stepi\n";
+  } else if (std::holds_alternative<ArmedReverseFinish>(armed_)) {
+    out += "armed:      reverse-finish\n";
+  } else if (std::holds_alternative<ArmedReverseNext>(armed_)) {
+    out += "armed:      reverse-next\n";
   }
   return out;
 }
@@ -301,6 +311,45 @@ core::Expected<std::string> TraceTarget::MonitorWatchFilter(const MonitorArgs& a
   return std::string("watch-filter: ") + (options_.watch_only_changes
                                               ? "changes (writes that change the value)\n"
                                               : "all (every write)\n");
+}
+
+}  // namespace backstep::gdbstub
+
+namespace backstep::gdbstub {
+
+core::Expected<std::string> TraceTarget::MonitorReverseFinish(const MonitorArgs& args) {
+  auto slot = args.size() == 2 ? ParseNumber(args[1]) : std::nullopt;
+  if (!slot) return Usage("reverse-finish SLOT");
+  BACKSTEP_ASSIGN_OR_RETURN(core::Position call, ArmReverseFinish(*slot));
+  return "reverse-finish armed: back to the call at position " + std::to_string(call.value) +
+         "; the next stepi (LLDB: thread step-inst) performs it\n";
+}
+
+core::Expected<std::string> TraceTarget::MonitorReverseNext(const MonitorArgs& args) {
+  constexpr std::string_view kUsage =
+      "reverse-next FUNC END CALLER CALLER_END CALLER_LINE ADDR:LINE...";
+  if (args.size() < 6) return Usage(kUsage);
+  ReverseNextPlan plan;
+  std::optional<std::uint64_t> numbers[5];
+  for (int i = 0; i < 5; ++i) numbers[i] = ParseNumber(args[i + 1]);
+  for (const auto& n : numbers) {
+    if (!n) return Usage(kUsage);
+  }
+  plan.function_start = *numbers[0];
+  plan.function_end = *numbers[1];
+  plan.caller_row_start = *numbers[2];
+  plan.caller_row_end = *numbers[3];
+  plan.caller_line = static_cast<std::uint32_t>(*numbers[4]);
+  for (std::size_t i = 6; i < args.size(); ++i) {
+    std::size_t colon = args[i].find(':');
+    if (colon == std::string_view::npos) return Usage(kUsage);
+    auto addr = ParseNumber(args[i].substr(0, colon));
+    auto line = ParseNumber(args[i].substr(colon + 1));
+    if (!addr || !line || *line > 0xffffffffu) return Usage(kUsage);
+    plan.rows.push_back(LineRow{*addr, static_cast<std::uint32_t>(*line)});
+  }
+  BACKSTEP_RETURN_IF_ERROR(ArmReverseNext(std::move(plan)));
+  return std::string("reverse-next armed: the next stepi (LLDB: thread step-inst) performs it\n");
 }
 
 }  // namespace backstep::gdbstub

@@ -38,7 +38,6 @@ void TraceTarget::ArmGoto(core::Position p) {
 
 std::optional<core::Expected<StopReason>> TraceTarget::RunArmedMove(
     const std::atomic<bool>* interrupt) {
-  (void)interrupt;  // armed moves are O(1) index work: nothing to poll
   Armed armed = std::exchange(armed_, std::monostate{});
   if (const auto* go = std::get_if<ArmedGoto>(&armed)) {
     core::Status status = MoveTo(go->position, std::nullopt);
@@ -47,6 +46,12 @@ std::optional<core::Expected<StopReason>> TraceTarget::RunArmedMove(
   }
   if (std::holds_alternative<ArmedReverseStep>(armed)) {
     return Step(core::Direction::kBackward, std::nullopt);
+  }
+  if (const auto* finish = std::get_if<ArmedReverseFinish>(&armed)) {
+    return RunReverseFinish(finish->call, interrupt);
+  }
+  if (const auto* next = std::get_if<ArmedReverseNext>(&armed)) {
+    return RunReverseNext(next->plan, interrupt);
   }
   return std::nullopt;
 }

@@ -61,6 +61,33 @@ struct TraceTargetOptions {
   bool watch_only_changes = true;
 };
 
+// gdb's reverse-next as one armed move (docs/lldb.md §7): the debugger
+// computes the line rows from its own line tables; the stub un-executes
+// instructions of the current thread until the start of a line, the way gdb
+// does with one `bs` per instruction:
+//   - inside the current row: stop at its start, unless the start is the
+//     function's entry (then go on back into the caller);
+//   - after un-executing a `ret` (the word at the new rsp is the pc it
+//     returned to): skip the whole callee, back to its `call` (the last
+//     write of that stack slot), as gdb's step-resume breakpoint does;
+//   - in another row of the function: stop if it is the row's start and
+//     the line differs, else make it the current row and go on;
+//   - in the caller's row (stepped back out through the call): likewise;
+//   - anywhere else (no line information): stop.
+// User breakpoints (a step landing on one, or one hit inside a skipped
+// callee) and watched writes stop it early, as they stop gdb.
+struct LineRow {
+  core::Address start = 0;  // a row covers [start, next row's start or the function's end)
+  std::uint32_t line = 0;
+};
+struct ReverseNextPlan {
+  core::Address function_start = 0, function_end = 0;  // the current function
+  std::vector<LineRow> rows;  // its rows, sorted by start (merged as the debugger merges them)
+  // The caller's row holding the call (both 0 when unknown).
+  core::Address caller_row_start = 0, caller_row_end = 0;
+  std::uint32_t caller_line = 0;
+};
+
 // The controller API of a served trace (LLDB plugin; monitor commands use
 // the same functions).
 class TraceController {
@@ -71,6 +98,15 @@ class TraceController {
   virtual void ArmGoto(core::Position p) = 0;
   // Arms one reverse instruction step for the next resume.
   virtual void ArmReverseStep() = 0;
+  // Arms gdb's reverse-finish: back to the `call` that stored the current
+  // frame's return address at `return_slot` (CFA - 8 on x86-64), i.e. the
+  // last write of those 8 bytes before now, which is also right for
+  // recursive calls. Stops earlier at breakpoints and watched writes.
+  // Returns the call's position. NotFound: nothing wrote the slot before now.
+  virtual core::Expected<core::Position> ArmReverseFinish(core::Address return_slot) = 0;
+  // Arms gdb's reverse-next (ReverseNextPlan). InvalidArgument: the rows are
+  // not sorted or lie outside the function.
+  virtual core::Status ArmReverseNext(ReverseNextPlan plan) = 0;
   // Direction of the forward packets (s, c, vCont) until changed.
   virtual void SetDirection(core::Direction direction) = 0;
   virtual core::Direction direction() const = 0;
