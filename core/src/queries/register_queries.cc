@@ -6,6 +6,7 @@
 
 #include "backstep/core/trace.h"
 #include "index/trace_index.h"
+#include "replay/trace_index_of.h"
 
 namespace backstep::core {
 
@@ -13,7 +14,7 @@ Expected<RegisterWriteSearch> LastRegisterWrite(const Trace& trace, ThreadId thr
                                                 std::span<const RegisterId> regs, Position before,
                                                 std::uint64_t max_events,
                                                 const std::atomic<bool>* interrupt) {
-  const TraceIndex& index = trace.index();
+  const TraceIndex& index = TraceIndexOf(trace);
   if (before.value > index.event_count()) {
     return Status::OutOfRange("position " + std::to_string(before.value) + " past the end (" +
                               std::to_string(index.event_count()) + ")");
