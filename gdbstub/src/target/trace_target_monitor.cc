@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "index/trace_index.h"
 #include "target/trace_target.h"
 
 namespace backstep::gdbstub {
@@ -131,19 +132,31 @@ core::Expected<std::string> TraceTarget::MonitorInfo(const MonitorArgs&) {
       "\n";
   out +=
       "events:     " + std::to_string(events) + " (positions 0.." + std::to_string(events) + ")\n";
-  std::vector<core::ThreadId> threads = trace_->threads();
-  out += "threads:    " + std::to_string(threads.size());
-  for (std::size_t i = 0; i < threads.size() && i < 16; ++i) {
-    out += (i == 0 ? " (" : ", ") + std::to_string(threads[i].value);
+  // One line per thread (the first 16): the events it executes, first and
+  // last, from the index's runs (O(log runs) each).
+  const core::TraceIndex& index = trace_->index();
+  const std::size_t thread_count = index.thread_count();
+  out += "threads:    " + std::to_string(thread_count) + "\n";
+  for (std::size_t i = 0; i < thread_count && i < 16; ++i) {
+    const core::ThreadRecord t = index.thread(i);
+    out += "  thread " + std::to_string(t.tid) + ": ";
+    const std::optional<std::uint64_t> first = index.NextEventOfThread(i, 0);
+    const std::optional<std::uint64_t> last = index.PrevEventOfThread(i, events);
+    if (first && last) {
+      out += "events " + std::to_string(*first) + ".." + std::to_string(*last) + "\n";
+    } else {
+      out += "no events\n";
+    }
   }
-  out += threads.empty() ? "\n" : threads.size() > 16 ? ", ...)\n" : ")\n";
+  if (thread_count > 16) out += "  ... " + std::to_string(thread_count - 16) + " more\n";
   out += "position:   " + std::to_string(position().value) + " (thread " +
          std::to_string(current_thread().value) + ")\n";
-  out += std::string("reads:      ") +
-         (header.records_reads ? "recorded (rwatch/awatch available)\n" : "not recorded\n");
-  const core::IndexStatus& index = trace_->index_status();
-  out += "index:      " + (index.path.empty() ? std::string("in memory") : index.path) +
-         (index.reused ? " (reused)" : "") + "\n";
+  out += std::string("reads:      ") + (header.records_reads
+                                            ? "recorded (rwatch/awatch available)\n"
+                                            : "not recorded (rwatch/awatch are refused)\n");
+  const core::IndexStatus& status = trace_->index_status();
+  out += "index:      " + (status.path.empty() ? std::string("in memory") : status.path) +
+         (status.reused ? " (reused)" : "") + "\n";
   if (!options_.exe_path.empty()) out += "exe:        " + options_.exe_path + "\n";
   out += std::string("direction:  ") +
          (direction_ == core::Direction::kForward ? "forward" : "reverse") + "\n";
