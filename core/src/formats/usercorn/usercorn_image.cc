@@ -118,7 +118,7 @@ std::vector<std::string> UsercornImage::TrimWarnings(std::optional<Address> sp) 
     out.push_back("mapping " + HexU64(m.map_start) + "-" + HexU64(map_last + 1) +
                   (m.name.empty() ? "" : " (" + m.name + ")") + ": its " +
                   std::to_string(m.write_size) + " bytes of data start at the mapping's start" +
-                  (holds_sp ? " and end below the stack pointer " + HexU64(*sp) : "") +
+                  (holds_sp ? " and end below rsp " + HexU64(*sp) : "") +
                   "; usercorn trims leading zero bytes without moving the data, so it is "
                   "probably placed too low");
   }
