@@ -9,21 +9,29 @@ the mappings (`data` is 0x100 bytes long). usercorn's MEM_READ holds no
 value, so this trace records no reads: rwatch/awatch must be refused.
 Expected values come from the writer's facts and from `backstep dump`.
 
+Read watchpoints are checked on backstep_serve_reads_trace, a two-thread
+x86-64 trace in core/src/testing's fake format that records read values
+(no real format on this branch does), served by the same stub.
+
 Run by ctest:  /usr/bin/python3 test_threads_reads.py --backstep BIN
-                   --make-example BIN --make-threads BIN
+                   --make-example BIN --make-threads BIN --serve-reads BIN
 """
 
 import argparse
 import contextlib
 import os
 import re
+import signal
+import subprocess
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import util  # noqa: E402
 
 MAKE_THREADS = None
+SERVE_READS = None
 MONITOR_LLDB = "process plugin packet monitor "
 
 
@@ -34,6 +42,35 @@ def gdb(server, commands):
     for c in commands:
         argv += ["-ex", c]
     return util.run(argv, check=False)
+
+
+class ReadsServer:
+    """backstep_serve_reads_trace for the duration of a `with`: its facts
+    and the address it listens on."""
+
+    def __enter__(self):
+        self.dir = tempfile.mkdtemp(prefix="backstep-reads-")
+        self.proc = subprocess.Popen([SERVE_READS, self.dir], stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+        self.facts = {}
+        for line in self.proc.stdout:
+            match = re.match(r"listening on (\S+):(\d+)", line)
+            if match:
+                self.host, self.port = match.group(1), int(match.group(2))
+                return self
+            key, value = line.split()
+            self.facts[key] = int(value, 0)
+        raise AssertionError("backstep_serve_reads_trace did not start: %s" % self.facts)
+
+    def __exit__(self, *exc):
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(util.STEP_TIMEOUT)
+        self.proc.stdout.close()
+        subprocess.run(["rm", "-rf", self.dir], check=False)
+        return False
+
+    def address(self):
+        return "%s:%d" % (self.host, self.port)
 
 
 def signed32(v):
@@ -117,6 +154,36 @@ class ThreadsTest(unittest.TestCase):
         util.expect(self, r"Could not insert hardware watchpoint 1", out)
         self.assertEqual(util.values(r"^position (\d+) of", out), [0])
 
+    def test_gdb_rwatch_awatch_both_ways_across_threads(self):
+        with ReadsServer() as server:
+            f = server.facts
+            out = gdb(server, [
+                "rwatch *(int*)0x%x" % f["var"],
+                "continue", "monitor when", "continue", "monitor when",
+                "continue", "monitor when", "continue",
+                "reverse-continue", "monitor when", "reverse-continue", "monitor when",
+                "delete", "awatch *(int*)0x%x" % f["var"], "reverse-continue", "monitor when"])
+        # A read stops after the reading instruction going forward, before it
+        # going backward; each stop names the reading thread.
+        self.assertEqual(util.values(r"^position (\d+) of", out),
+                         [f["read1"] + 1, f["read2"] + 1, f["read3"] + 1, f["read3"], f["read2"],
+                          f["write"]])
+        self.assertEqual(re.findall(r"^Thread (\d) hit Hardware read watchpoint 1", out, re.M),
+                         ["1", "2", "1", "1", "2"])
+        self.assertEqual(util.values(r"^Value = (\d+)", out), [5, 7, 7, 7, 7])
+        util.expect(self, r"^Thread 2 hit Hardware access \(read/write\) watchpoint 2", out, 1)
+        util.expect(self, r"No more reverse-execution history", out, 1)
+
+    def test_lldb_read_watchpoint_in_both_threads(self):
+        with ReadsServer() as server:
+            f = server.facts
+            out = util.lldb(self.env, server, [
+                "watchpoint set expression -w read -s 4 -- 0x%x" % f["var"],
+                "continue", MONITOR_LLDB + "when", "continue", MONITOR_LLDB + "when"])
+        self.assertEqual(util.values(r"position (\d+) of", out), [f["read1"] + 1, f["read2"] + 1])
+        self.assertEqual(re.findall(r"^\* thread #(\d), stop reason = watchpoint 1", out, re.M),
+                         ["1", "2"])
+
     def test_lldb_threads_registers_watchpoint(self):
         t = self.trace
         with self.served() as server:
@@ -141,7 +208,9 @@ class ThreadsTest(unittest.TestCase):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--make-threads", required=True)
+    parser.add_argument("--serve-reads", required=True)
     args, rest = parser.parse_known_args()
     MAKE_THREADS = args.make_threads
+    SERVE_READS = args.serve_reads
     sys.argv[1:] = rest
     util.main()
