@@ -147,6 +147,21 @@ class ThreadsTest(unittest.TestCase):
         # Forward past the last write: the end of the trace.
         util.expect(self, r"No more reverse-execution history", out, 1)
 
+    def test_gdb_breakpoint_in_other_thread_and_scoped(self):
+        t = self.trace
+        flag_store = t.code + 0x10a  # thread 2's `mov dword [flag], ...`
+        with self.served() as server:
+            out = gdb(server, [
+                "break *0x%x" % flag_store, "continue", "monitor when",
+                "delete", "monitor goto 0", "stepi", "thread 1",
+                "break *0x%x thread 1" % flag_store, "continue", "monitor when"])
+        util.expect(self, r"^Thread 2 hit Breakpoint 1, 0x0*%x in" % flag_store, out, 1)
+        # Scoped to thread 1, the same address never stops: gdb resumes past
+        # thread 2's hit to the end of the trace.
+        util.expect(self, r"hit Breakpoint 2", out, 0)
+        util.expect(self, r"No more reverse-execution history", out, 1)
+        self.assertEqual(util.values(r"^position (\d+) of", out), [t.flag_write_event, t.events])
+
     def test_gdb_rwatch_refused_without_recorded_reads(self):
         t = self.trace
         with self.served() as server:
