@@ -121,11 +121,13 @@ int RunServe(Args& args) {
                    address.c_str());
     }
     std::fprintf(stderr, "listening on %s\n", HostPort(address, *bound).c_str());
+    const std::string_view arch = shared->arch().name();
     std::fprintf(stderr,
-                 "  gdb:  set architecture i386:x86-64\n"
+                 "  gdb:  set architecture %.*s\n"
                  "        target remote %s\n"
                  "  lldb: gdb-remote %s\n",
-                 HostPort(address, *bound).c_str(), HostPort(address, *bound).c_str());
+                 static_cast<int>(arch.size()), arch.data(), HostPort(address, *bound).c_str(),
+                 HostPort(address, *bound).c_str());
     std::fflush(stderr);
   }
   (*server)->Run();

@@ -17,6 +17,8 @@
 #include "backstep/core/format_registry.h"
 #include "backstep/testing/reven_generator.h"
 #include "gtest/gtest.h"
+#include "backstep/testing/i386_threads_trace.h"
+#include "backstep/testing/reven_generator.h"
 
 namespace backstep::core {
 namespace {
@@ -150,7 +152,11 @@ TEST_F(CliTest, InfoDescribesTheTraceAndReusesTheIndex) {
   EXPECT_NE(first.out.find("events:        " + std::to_string(info_->events) + " "),
             std::string::npos)
       << first.out;
-  EXPECT_NE(first.out.find("threads:       1: 1"), std::string::npos);
+  EXPECT_NE(first.out.find("threads:       1\n  thread 1: events 0.." +
+                           std::to_string(info_->events - 1) + "\n"),
+            std::string::npos)
+      << first.out;
+  EXPECT_NE(first.out.find("coverage:      registers "), std::string::npos) << first.out;
   EXPECT_NE(first.out.find("built now (missing; single pass: no resume points)"), std::string::npos)
       << first.out;
   EXPECT_NE(first.out.find("cpuid_max_phy_addr"), std::string::npos) << first.out;
@@ -159,6 +165,39 @@ TEST_F(CliTest, InfoDescribesTheTraceAndReusesTheIndex) {
   CliRun second = Backstep("info " + trace_);
   ASSERT_EQ(second.code, 0) << second.err;
   EXPECT_NE(second.out.find("up to date (reused)"), std::string::npos) << second.out;
+}
+
+// The two-thread i386 usercorn trace: threads with their events, known-state
+// coverage (thread 1 knows its 8 GPRs and eip, thread 2 eax, esp and eip, of the 50 gdb registers;
+// the two touched words are known) and the index summary.
+TEST_F(CliTest, InfoOnAPartialTwoThreadI386Trace) {
+  const std::string path = (dir_ / "threads.ucir").string();
+  auto facts = testing::WriteI386ThreadsTrace(path);
+  ASSERT_TRUE(facts.ok()) << facts.status().ToString();
+  CliRun run = Backstep("info " + path);
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("architecture:  i386\n"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("threads:       2\n  thread 1: events 0.." +
+                         std::to_string(facts->events - 1) + "\n  thread 2: events "),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find(".." + std::to_string(facts->thread2_read_event) + "\n"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("not recorded (rwatch/awatch are refused)"), std::string::npos);
+  EXPECT_NE(run.out.find("index summary: 1 keyframes every 2048 events, 2 threads, reads none"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("registers 12 of 100 known at the end (12.0%; thread:known/all 1:9/50 "
+                         "2:3/50)"),
+            std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("memory 8 of 8 touched bytes known at the end (100.0%)\n"),
+            std::string::npos)
+      << run.out;
+  CliRun dump = Backstep("dump " + path + " --at end --thread 2");
+  ASSERT_EQ(dump.code, 0) << dump.err;
+  EXPECT_NE(dump.out.find("eip            0x08048119"), std::string::npos) << dump.out;
 }
 
 TEST_F(CliTest, IndexSaysWhenItWasBuiltInParallelFromTheCache) {

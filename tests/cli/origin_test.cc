@@ -14,7 +14,7 @@
 
 #include "backstep/core/format_registry.h"
 #include "gtest/gtest.h"
-#include "testing/reven_generator.h"
+#include "backstep/testing/reven_generator.h"
 
 namespace backstep::core {
 namespace {

@@ -8,8 +8,8 @@
 #include "backstep/core/pc_queries.h"
 #include "backstep/core/register_queries.h"
 #include "backstep/core/trace.h"
-#include "testing/fake_trace.h"
-#include "testing/fake_trace_generator.h"
+#include "backstep/testing/fake_trace.h"
+#include "backstep/testing/fake_trace_generator.h"
 #include "testing/trace_oracle.h"
 
 namespace backstep::core {

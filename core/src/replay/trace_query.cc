@@ -29,6 +29,19 @@ std::optional<std::uint64_t> NextEventWithPcIn(const Trace& trace, Address lo, A
   return TraceIndexOf(trace).NextPcInRange(lo, hi, from);
 }
 
+std::uint64_t KeyframeCount(const Trace& trace) { return TraceIndexOf(trace).keyframe_count(); }
+
+std::vector<ThreadSpan> ThreadSpans(const Trace& trace) {
+  const TraceIndex& index = TraceIndexOf(trace);
+  const std::uint64_t events = trace.event_count();
+  std::vector<ThreadSpan> out;
+  for (std::size_t i = 0; i < index.thread_count(); ++i) {
+    out.push_back({ThreadId(index.thread(i).tid), index.NextEventOfThread(i, 0),
+                   index.PrevEventOfThread(i, events)});
+  }
+  return out;
+}
+
 bool IndexRecordsReads(const Trace& trace) { return TraceIndexOf(trace).records_reads(); }
 
 std::optional<std::uint64_t> LastMemoryClearBefore(const Trace& trace, std::uint64_t position) {

@@ -87,7 +87,7 @@ void Exercise(std::vector<std::uint8_t> bytes) {
   UsercornReader& reader = **opened;
   backstep::core::testing::ProbeInitialMemory(reader);
   auto threads = reader.InitialRegisters();
-  RegisterFile regs(backstep::core::X86_64());
+  RegisterFile regs(*reader.header().arch);  // x86_64 or i386 ("x86")
   if (!threads.empty()) regs = threads[0].second;
   std::vector<ReaderPosition> positions;
   std::vector<std::string> signatures;

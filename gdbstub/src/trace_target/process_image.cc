@@ -88,6 +88,12 @@ core::Expected<std::vector<std::uint8_t>> RecordedAuxv(const core::Trace& trace)
   if (trace.header().format != "usercorn") {
     return core::Status::NotFound(trace.header().format + " traces do not start at an exec");
   }
+  // NOTE: the stack is parsed as 8-byte words and served as 16-byte auxv
+  // entries; an i386 process's are 4 and 8 bytes, not read yet.
+  if (trace.arch().pointer_size() != 8) {
+    return core::Status::NotFound("the auxv of a " + std::string(trace.arch().name()) +
+                                  " trace is not read yet (64-bit processes only)");
+  }
   BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<core::Cursor> cursor, trace.NewCursor());
   BACKSTEP_RETURN_IF_ERROR(cursor->Seek(core::Position{0}));
   auto sp = StackPointer(*cursor);
@@ -163,6 +169,12 @@ std::string RecordedExecutablePath(const core::Trace& trace,
 
 core::Expected<std::vector<std::uint8_t>> SynthesizeAuxv(const core::Trace& trace,
                                                          const std::string& elf_path) {
+  if (trace.arch().pointer_size() != 8) {
+    return core::Status::Unsupported(elf_path +
+                                     ": --exe synthesizes the auxv of 64-bit "
+                                     "programs only; the trace is " +
+                                     std::string(trace.arch().name()));
+  }
   std::ifstream file(elf_path, std::ios::binary);
   if (!file) return core::Status::IOError(elf_path + ": cannot open");
   Elf64_Ehdr header;

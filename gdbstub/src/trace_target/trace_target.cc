@@ -33,9 +33,11 @@ TraceTarget::TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOp
       cursor_(std::move(cursor)),
       first_position_(first_position) {
   const core::ArchDescription& arch = trace_->arch();
+  if (options_.features == 0) options_.features = core::DefaultGdbFeatures(arch);
   slots_ = arch.GdbLayout(options_.features);
   // NOTE: the session numbers registers 0..count-1 in `g` order; gdb's
-  // amd64 feature sets keep regnums dense, which GdbLayout preserves.
+  // amd64 and i386 feature sets keep regnums dense, which GdbLayout
+  // preserves.
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     assert(slots_[i].regnum == static_cast<int>(i));
   }
@@ -50,6 +52,10 @@ TraceTarget::TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOp
     pc_regnum_ = arch.info(arch.pc()).gdb_regnum;
   }
   documents_ = arch.TargetXml(options_.features);
+  // NOTE: every trace backstep reads is a little-endian x86 program, and
+  // x86 watchpoints trap after the access.
+  triple_ = std::string(arch.naming().triple_cpu) + "-pc-linux-gnu";
+  host_info_ = HostInfo{triple_, arch.pointer_size(), "linux", true, true};
 }
 
 // ---- Registers
@@ -85,13 +91,14 @@ std::size_t TraceTarget::ReadMemory(core::Address addr, std::span<std::uint8_t> 
 
 // ---- Threads
 
+// NOTE: every thread of the trace, at every position (issue 10): a thread
+// whose first event is still ahead is listed with its registers unknown
+// (gdb shows them <unavailable>), so `info threads` and `thread N` work
+// anywhere and a thread that appears later is not reported as new.
 const std::vector<core::ThreadId>& TraceTarget::ThreadsHere() {
-  core::Cursor& cursor = view();
-  if (threads_cursor_ != &cursor || threads_position_ != cursor.position()) {
-    threads_ = cursor.threads();
+  if (threads_.empty()) {
+    threads_ = trace_->threads();
     std::sort(threads_.begin(), threads_.end());
-    threads_cursor_ = &cursor;
-    threads_position_ = cursor.position();
   }
   return threads_;
 }

@@ -53,6 +53,8 @@ class TraceTarget final : public Target,
       std::shared_ptr<const core::Trace> trace, TraceTargetOptions options);
 
   // ---- Target
+  // From the architecture table: "<cpu>-pc-linux-gnu", its pointer size.
+  const HostInfo* host_info() override { return &host_info_; }
   RegisterLayout register_layout() override;
   core::Expected<RegisterValue> ReadRegister(core::ThreadId thread, int regnum) override;
   std::size_t ReadMemory(core::Address addr, std::span<std::uint8_t> out) override;
@@ -218,6 +220,8 @@ class TraceTarget final : public Target,
   int expedited_count_ = 0;
   std::optional<int> pc_regnum_;
   std::vector<std::pair<std::string, std::string>> documents_;
+  std::string triple_;
+  HostInfo host_info_;
   std::vector<std::uint8_t> known_;  // ReadMemory scratch
   std::vector<core::ThreadId> threads_;
   const core::Cursor* threads_cursor_ = nullptr;

@@ -18,7 +18,7 @@
 #include <cstring>
 
 #include "trace_target/trace_target.h"
-#include "testing/fake_trace.h"
+#include "backstep/testing/fake_trace.h"
 
 namespace backstep::gdbstub {
 namespace {

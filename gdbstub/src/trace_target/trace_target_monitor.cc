@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "backstep/core/provenance.h"
+#include "backstep/core/trace_query.h"
 #include "trace_target/trace_target.h"
 
 namespace backstep::gdbstub {
@@ -141,12 +142,21 @@ core::Expected<std::string> TraceTarget::MonitorInfo(const MonitorArgs&) {
       "\n";
   out +=
       "events:     " + std::to_string(events) + " (positions 0.." + std::to_string(events) + ")\n";
-  std::vector<core::ThreadId> threads = trace_->threads();
-  out += "threads:    " + std::to_string(threads.size());
-  for (std::size_t i = 0; i < threads.size() && i < 16; ++i) {
-    out += (i == 0 ? " (" : ", ") + std::to_string(threads[i].value);
+  // One line per thread (the first 16): the events it executes, first and
+  // last, from the index's runs (O(log runs) each).
+  const std::vector<core::ThreadSpan> spans = core::ThreadSpans(*trace_);
+  const std::size_t thread_count = spans.size();
+  out += "threads:    " + std::to_string(thread_count) + "\n";
+  for (std::size_t i = 0; i < thread_count && i < 16; ++i) {
+    const core::ThreadSpan& span = spans[i];
+    out += "  thread " + std::to_string(span.thread.value) + ": ";
+    if (span.first && span.last) {
+      out += "events " + std::to_string(*span.first) + ".." + std::to_string(*span.last) + "\n";
+    } else {
+      out += "no events\n";
+    }
   }
-  out += threads.empty() ? "\n" : threads.size() > 16 ? ", ...)\n" : ")\n";
+  if (thread_count > 16) out += "  ... " + std::to_string(thread_count - 16) + " more\n";
   out += "position:   " + std::to_string(position().value) + " (thread " +
          std::to_string(current_thread().value) + ")\n";
   if (first_position_.value != 0) {
@@ -154,7 +164,8 @@ core::Expected<std::string> TraceTarget::MonitorInfo(const MonitorArgs&) {
            " (the first position whose pc is known; history begins there)\n";
   }
   out += std::string("reads:      ") +
-         (header.records_reads ? "recorded (rwatch/awatch available)\n" : "not recorded\n");
+         (header.records_reads ? "recorded (rwatch/awatch available)\n"
+                               : "not recorded (rwatch/awatch are refused)\n");
   const core::IndexStatus& index = trace_->index_status();
   out += "index:      " + (index.path.empty() ? std::string("in memory") : index.path) +
          (index.reused ? " (reused)" : "") + "\n";

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "backstep/core/trace.h"
 #include "backstep/core/types.h"
@@ -33,6 +34,17 @@ std::optional<std::uint64_t> PrevEventOfThread(const Trace& trace, ThreadId thre
 // frame events) lies in [lo, hi] (inclusive), from the pc index.
 std::optional<std::uint64_t> NextEventWithPcIn(const Trace& trace, Address lo, Address hi,
                                                std::uint64_t from);
+
+// Register keyframes in the index (positions 0, K, 2K, ...).
+std::uint64_t KeyframeCount(const Trace& trace);
+
+// The first and last event a thread executes (nullopt: none), per thread of
+// the index, in the index's order. Cost: O(log runs) per thread.
+struct ThreadSpan {
+  ThreadId thread;
+  std::optional<std::uint64_t> first, last;
+};
+std::vector<ThreadSpan> ThreadSpans(const Trace& trace);
 
 // Whether the index holds observed reads (the trace records them).
 bool IndexRecordsReads(const Trace& trace);

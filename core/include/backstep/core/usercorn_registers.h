@@ -97,5 +97,7 @@ Expected<const UsercornArch*> FindUsercornArch(std::string_view name);
 
 // The x86_64 table (also what the writers use).
 const UsercornArch& UsercornX86_64();
+// The 32-bit "x86" table, over I386().
+const UsercornArch& UsercornX86();
 
 }  // namespace backstep::core

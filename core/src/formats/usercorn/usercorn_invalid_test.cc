@@ -60,8 +60,8 @@ TEST(UsercornInvalidTest, HeaderTable) {
       {"version 2", [](V f) { f[7] = 2; }, StatusCode::kUnsupported, "UCIR version 2"},
       // A little-endian 1 is 16777216 big-endian.
       {"version LE", [](V f) { f[4] = 1, f[7] = 0; }, StatusCode::kUnsupported, "version 16777216"},
-      {"x86", [](V f) { SetName(f, 8, "x86"); }, StatusCode::kUnsupported,
-       "architecture 'x86' is not supported yet"},
+      {"sparc", [](V f) { SetName(f, 8, "sparc"); }, StatusCode::kUnsupported,
+       "architecture 'sparc' is not supported yet"},
       {"arm", [](V f) { SetName(f, 8, "arm"); }, StatusCode::kUnsupported, "'arm'"},
       {"arm64", [](V f) { SetName(f, 8, "arm64"); }, StatusCode::kUnsupported, "'arm64'"},
       {"mips", [](V f) { SetName(f, 8, "mips"); }, StatusCode::kUnsupported, "'mips'"},

@@ -92,8 +92,25 @@ constexpr UnicornRegister kX86_64[] = {
 };
 constexpr std::uint16_t kX86_64Pc = 41;  // UC_X86_REG_RIP
 
+// Unicorn x86 enum for a 32-bit ("x86") trace, formats.md §2.4: the eight
+// GPRs are tracked (keyframe order: names alphabetically), the rest are
+// optional, with the same enums as x86_64's for the x87/SSE state.
+constexpr UnicornRegister kX86[] = {
+    {19, "eax", true},       {20, "ebp", true},     {21, "ebx", true},    {22, "ecx", true},
+    {23, "edi", true},       {24, "edx", true},     {29, "esi", true},    {30, "esp", true},
+    {25, "eflags", false},   {11, "cs", false},     {49, "ss", false},    {17, "ds", false},
+    {28, "es", false},       {32, "fs", false},     {33, "gs", false},    {250, "fs_base", false},
+    {251, "gs_base", false}, {122, "xmm0", false},  {123, "xmm1", false}, {124, "xmm2", false},
+    {125, "xmm3", false},    {126, "xmm4", false},  {127, "xmm5", false}, {128, "xmm6", false},
+    {129, "xmm7", false},    {246, "fctrl", false}, {31, "fstat", false}, {247, "ftag", false},
+    {249, "mxcsr", false},   {82, "fpr0", false},   {83, "fpr1", false},  {84, "fpr2", false},
+    {85, "fpr3", false},     {86, "fpr4", false},   {87, "fpr5", false},  {88, "fpr6", false},
+    {89, "fpr7", false},
+};
+constexpr std::uint16_t kX86Pc = 26;  // UC_X86_REG_EIP
+
 // Architecture strings usercorn writes that have no table yet.
-constexpr std::string_view kKnownUnsupported[] = {"x86", "arm", "arm64", "mips", "sparc", "m68k"};
+constexpr std::string_view kKnownUnsupported[] = {"arm", "arm64", "mips", "sparc", "m68k"};
 
 }  // namespace
 
@@ -139,12 +156,19 @@ const UsercornArch& UsercornX86_64() {
   return arch;
 }
 
+const UsercornArch& UsercornX86() {
+  static const UsercornArch arch("x86", I386(), kX86Pc, kX86);
+  return arch;
+}
+
 Expected<const UsercornArch*> FindUsercornArch(std::string_view name) {
   if (name == "x86_64") return &UsercornX86_64();
+  if (name == "x86") return &UsercornX86();
   const bool known = std::find(std::begin(kKnownUnsupported), std::end(kKnownUnsupported), name) !=
                      std::end(kKnownUnsupported);
   return Status::Unsupported("architecture '" + std::string(name) + "' is not supported" +
-                             (known ? " yet" : "") + " (backstep reads x86_64 usercorn traces)");
+                             (known ? " yet" : "") +
+                             " (backstep reads x86_64 and x86 usercorn traces)");
 }
 
 }  // namespace backstep::core

@@ -47,8 +47,9 @@
 namespace backstep::gdbstub {
 
 struct TraceTargetOptions {
-  // GdbFeature bits of the served register layout (target.xml and `g`).
-  std::uint32_t features = core::kDefaultX86_64Features;
+  // GdbFeature bits of the served register layout (target.xml and `g`);
+  // 0: the trace architecture's default (core::DefaultGdbFeatures).
+  std::uint32_t features = 0;
   // The auxiliary vector (qXfer:auxv:read): the recorded one
   // (process_image.h RecordedAuxv) or one synthesized from the executable.
   // Empty: none (REVEN).
