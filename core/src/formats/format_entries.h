@@ -9,5 +9,6 @@ namespace backstep::core {
 FormatInfo RevenFormatInfo();
 FormatInfo TfileFormatInfo();
 FormatInfo UsercornFormatInfo();
+FormatInfo X64dbgFormatInfo();
 
 }  // namespace backstep::core
