@@ -41,30 +41,62 @@ const std::vector<Insn>& CodeB() {
   return code;
 }
 
-RegisterId Id(std::string_view name) { return *X86_64().Find(name); }
+const std::vector<Insn>& CodeA32() {
+  static const std::vector<Insn> code = {
+      {{0xa1, 0x00, 0x40, 0x40, 0x00}},  // mov eax, [0x404000]
+      {{0x83, 0xc0, 0x01}},              // add eax, 1
+      {{0xa3, 0x00, 0x40, 0x40, 0x00}},  // mov [0x404000], eax
+      {{0x50}},                          // push eax
+      {{0x58}},                          // pop eax
+      {{0x49}},                          // dec ecx
+      {{0x75, 0xee}},                    // jnz 0x401000
+  };
+  return code;
+}
+const std::vector<Insn>& CodeB32() {
+  static const std::vector<Insn> code = {
+      {{0x8b, 0x1d, 0x00, 0x40, 0x40, 0x00}},  // mov ebx, [0x404000]
+      {{0x89, 0x1c, 0x24}},                    // mov [esp], ebx
+      {{0x4a}},                                // dec edx
+      {{0x75, 0xf4}},                          // jnz 0x402000
+  };
+  return code;
+}
+
+const ArchDescription* g_arch = &X86_64();
+RegisterId Id(std::string_view name) { return *g_arch->Find(name); }
+// rax.. on x86-64, eax.. on i386.
+std::string R(std::string_view name) {
+  return g_arch == &X86_64() ? std::string(name) : "e" + std::string(name.substr(1));
+}
 
 void SetBytes(RegisterFile& f, std::string_view name, std::uint8_t seed) {
   const RegisterId id = Id(name);
-  std::vector<std::uint8_t> v(X86_64().info(id).size);
+  std::vector<std::uint8_t> v(g_arch->info(id).size);
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::uint8_t>(seed + 7 * i);
   f.Set(id, v);
 }
 
 // Every register of the REGDUMP, with fixed values.
 RegisterFile Truth(bool a) {
-  RegisterFile f(X86_64());
-  const char* gprs[] = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "r8",
-                        "r9",  "r10", "r11", "r12", "r13", "r14", "r15"};
+  RegisterFile f(*g_arch);
+  const bool is64 = g_arch == &X86_64();
+  std::vector<std::string> gprs = {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp"};
+  for (std::string& g : gprs) g = R(g);
+  if (is64) {
+    for (int i = 8; i < 16; ++i) gprs.push_back("r" + std::to_string(i));
+  }
   std::uint64_t v = a ? 0x1000 : 0x2000;
-  for (const char* g : gprs) f.SetU64(Id(g), v++);
-  f.SetU64(Id("rax"), 0);
-  f.SetU64(Id("rcx"), 100000);
-  f.SetU64(Id("rdx"), 100000);
-  f.SetU64(Id("rsp"), a ? kX64dbgStackA : kX64dbgStackB);
-  f.SetU64(Id("rip"), a ? kX64dbgCodeA : kX64dbgCodeB);
+  for (const std::string& g : gprs) f.SetU64(Id(g), v++);
+  f.SetU64(Id(R("rax")), 0);
+  f.SetU64(Id(R("rcx")), 100000);
+  f.SetU64(Id(R("rdx")), 100000);
+  f.SetU64(Id(R("rsp")), a ? kX64dbgStackA : kX64dbgStackB);
+  f.SetU64(Id(R("rip")), a ? kX64dbgCodeA : kX64dbgCodeB);
   f.SetU64(Id("eflags"), 0x246);
-  const std::pair<const char*, std::uint64_t> segs[] = {{"cs", 0x33}, {"ss", 0x2b}, {"ds", 0x2b},
-                                                        {"es", 0x2b}, {"fs", 0x53}, {"gs", 0x2b}};
+  const std::pair<const char*, std::uint64_t> segs[] = {
+      {"cs", is64 ? 0x33 : 0x23}, {"ss", 0x2b}, {"ds", 0x2b}, {"es", 0x2b},
+      {"fs", is64 ? 0x53 : 0x53}, {"gs", 0x2b}};
   for (const auto& [n, s] : segs) f.SetU64(Id(n), s);
   for (const char* d : {"dr0", "dr1", "dr2", "dr3", "dr6", "dr7"}) f.SetU64(Id(d), 0);
   f.SetU64(Id("dr7"), a ? 0x400 : 0x401);
@@ -75,7 +107,7 @@ RegisterFile Truth(bool a) {
   for (const char* x : {"fioff", "fiseg", "fooff", "foseg"}) f.SetU64(Id(x), 0);
   f.SetU64(Id("fioff"), 0x401234);
   f.SetU64(Id("mxcsr"), 0x1f80);
-  for (int i = 0; i < 16; ++i) {
+  for (int i = 0; i < (is64 ? 16 : 8); ++i) {
     SetBytes(f, "xmm" + std::to_string(i), std::uint8_t((a ? 0x80 : 0x10) + i));
     SetBytes(f, "ymm" + std::to_string(i) + "h", std::uint8_t((a ? 0xc0 : 0x50) + i));
   }
@@ -84,8 +116,9 @@ RegisterFile Truth(bool a) {
 }
 
 bool EarlyRegister(RegisterId id) {
-  for (const char* n : {"rax", "rbx", "rcx", "rdx", "rsp", "rip", "eflags"}) {
-    if (id == Id(n)) return true;
+  if (id == g_arch->flags()) return true;
+  for (const char* n : {"rax", "rbx", "rcx", "rdx", "rsp", "rip"}) {
+    if (id == Id(R(n))) return true;
   }
   return false;
 }
@@ -93,7 +126,7 @@ bool EarlyRegister(RegisterId id) {
 // The registers of `truth` the trace knows with `revealed`.
 std::vector<RegisterWrite> Known(const RegisterFile& truth, bool revealed) {
   std::vector<RegisterWrite> out;
-  for (RegisterId id = 0; id < X86_64().register_count(); ++id) {
+  for (RegisterId id = 0; id < g_arch->register_count(); ++id) {
     if (!truth.known(id) || (!revealed && !EarlyRegister(id))) continue;
     RegisterWrite w;
     w.reg = id;
@@ -104,30 +137,31 @@ std::vector<RegisterWrite> Known(const RegisterFile& truth, bool revealed) {
   return out;
 }
 
-std::uint64_t Flags(std::uint64_t flags, std::uint64_t result) {
+std::uint64_t Flags(std::uint64_t flags, std::uint64_t result, unsigned width) {
+  if (width == 4) result &= 0xffffffffu;
   flags &= ~std::uint64_t{0xc4};  // ZF SF PF
   if (result == 0) flags |= 0x40;
-  if (result >> 63) flags |= 0x80;
+  if (result >> (8 * width - 1)) flags |= 0x80;
   if (__builtin_popcount(static_cast<unsigned>(result & 0xff)) % 2 == 0) flags |= 0x4;
   return flags;
 }
 
 class Simulator {
  public:
-  explicit Simulator(FakeTrace* trace) : trace_(trace) {}
+  Simulator(FakeTrace* trace, unsigned width) : trace_(trace), w_(width) {}
 
   std::uint64_t Load(Address a) {
     std::uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= std::uint64_t(memory_[a + i]) << (8 * i);
+    for (unsigned i = 0; i < w_; ++i) v |= std::uint64_t(memory_[a + i]) << (8 * i);
     return v;
   }
-  bool Known(Address a) const { return trace_known_.count(a) && trace_known_.count(a + 7); }
+  bool Known(Address a) const { return trace_known_.count(a) && trace_known_.count(a + w_ - 1); }
   void MarkKnown(Address a) {
-    for (int i = 0; i < 8; ++i) trace_known_.insert(a + i);
+    for (unsigned i = 0; i < w_; ++i) trace_known_.insert(a + i);
   }
   std::vector<std::uint8_t> Bytes(std::uint64_t v) {
-    std::vector<std::uint8_t> b(8);
-    for (int i = 0; i < 8; ++i) b[i] = static_cast<std::uint8_t>(v >> (8 * i));
+    std::vector<std::uint8_t> b(w_);
+    for (unsigned i = 0; i < w_; ++i) b[i] = static_cast<std::uint8_t>(v >> (8 * i));
     return b;
   }
   // A memory operand as X64dbgReader reports it: old value read (unless
@@ -137,31 +171,35 @@ class Simulator {
     if (!untrusted) e.reads.push_back({a, Bytes(old)});
     if (store && *store != old) e.writes.push_back({a, Bytes(*store)});
     if (store) {
-      for (int i = 0; i < 8; ++i) memory_[a + i] = static_cast<std::uint8_t>(*store >> (8 * i));
+      for (unsigned i = 0; i < w_; ++i)
+        memory_[a + i] = static_cast<std::uint8_t>(*store >> (8 * i));
     }
     MarkKnown(a);
   }
   void Image(Address a, std::uint64_t v) {
-    for (int i = 0; i < 8; ++i) memory_[a + i] = static_cast<std::uint8_t>(v >> (8 * i));
+    for (unsigned i = 0; i < w_; ++i) memory_[a + i] = static_cast<std::uint8_t>(v >> (8 * i));
     MarkKnown(a);
   }
 
   std::map<Address, std::uint8_t> memory_;
   std::set<Address> trace_known_;
   FakeTrace* trace_;
+  unsigned w_;
 };
 
 }  // namespace
 
 FakeTrace MakeX64dbgProgram(const X64dbgProgramOptions& options) {
+  g_arch = options.i386 ? &I386() : &X86_64();
+  const unsigned w = options.i386 ? 4 : 8;
   FakeTrace trace;
   trace.address_kind = AddressKind::kVirtual;
   trace.records_reads = true;
-  Simulator sim(&trace);
+  Simulator sim(&trace, w);
   // The image: the counter and a few stack words (so every old value is
   // known to the writer).
   sim.Image(kX64dbgCounter, 0);
-  for (Address s : {kX64dbgStackA - 8, kX64dbgStackA, kX64dbgStackB - 8, kX64dbgStackB}) {
+  for (Address s : {kX64dbgStackA - w, kX64dbgStackA, kX64dbgStackB - w, kX64dbgStackB}) {
     sim.Image(s, 0x5151515151515151u);
   }
   auto image_region = [&](Address start, std::size_t size) {
@@ -173,9 +211,9 @@ FakeTrace MakeX64dbgProgram(const X64dbgProgramOptions& options) {
     }
     trace.image.push_back(std::move(r));
   };
-  image_region(kX64dbgCounter, 8);
-  image_region(kX64dbgStackB - 8, 16);
-  image_region(kX64dbgStackA - 8, 16);
+  image_region(kX64dbgCounter, w);
+  image_region(kX64dbgStackB - w, 2 * w);
+  image_region(kX64dbgStackA - w, 2 * w);
 
   // The schedule: which thread runs each instruction.
   std::mt19937_64 rng(options.seed);
@@ -188,12 +226,14 @@ FakeTrace MakeX64dbgProgram(const X64dbgProgramOptions& options) {
   }
   RegisterFile truth[2] = {Truth(true), Truth(false)};
   const std::uint64_t tids[2] = {kX64dbgThreadA, kX64dbgThreadB};
-  const RegisterId rax = Id("rax"), rbx = Id("rbx"), rcx = Id("rcx"), rdx = Id("rdx"),
-                   rsp = Id("rsp"), rip = Id("rip"), eflags = Id("eflags");
+  const RegisterId rax = Id(R("rax")), rbx = Id(R("rbx")), rcx = Id(R("rcx")), rdx = Id(R("rdx")),
+                   rsp = Id(R("rsp")), rip = Id(R("rip")), eflags = Id("eflags");
+  const std::uint64_t mask = w == 8 ? ~std::uint64_t{0} : 0xffffffffu;
   {
-    RegisterFile first(X86_64());
-    for (const RegisterWrite& w : Known(truth[who.empty() ? 0 : who[0]], options.reveal_at == 0)) {
-      first.Apply(w);
+    RegisterFile first(*g_arch);
+    for (const RegisterWrite& write :
+         Known(truth[who.empty() ? 0 : who[0]], options.reveal_at == 0)) {
+      first.Apply(write);
     }
     trace.initial_registers.emplace_back(ThreadId(tids[who.empty() ? 0 : who[0]]), first);
   }
@@ -204,7 +244,7 @@ FakeTrace MakeX64dbgProgram(const X64dbgProgramOptions& options) {
     FakeEvent e;
     e.thread = ThreadId(tids[me]);
     const Address pc = r.u64(rip);
-    const auto& code = me == 0 ? CodeA() : CodeB();
+    const auto& code = me == 0 ? (w == 8 ? CodeA() : CodeA32()) : (w == 8 ? CodeB() : CodeB32());
     const Address base = me == 0 ? kX64dbgCodeA : kX64dbgCodeB;
     std::size_t index = 0;
     Address at = base;
@@ -214,23 +254,50 @@ FakeTrace MakeX64dbgProgram(const X64dbgProgramOptions& options) {
     Address next = pc + insn.bytes.size();
     if (me == 0) {
       switch (index) {
-        case 0: sim.Access(e, kX64dbgCounter, std::nullopt); r.SetU64(rax, sim.Load(kX64dbgCounter)); break;
-        case 1: r.SetU64(rax, r.u64(rax) + 1); r.SetU64(eflags, Flags(r.u64(eflags), r.u64(rax))); break;
-        case 2: sim.Access(e, kX64dbgCounter, r.u64(rax)); break;
+        case 0:
+          sim.Access(e, kX64dbgCounter, std::nullopt);
+          r.SetU64(rax, sim.Load(kX64dbgCounter));
+          break;
+        case 1:
+          r.SetU64(rax, (r.u64(rax) + 1) & mask);
+          r.SetU64(eflags, Flags(r.u64(eflags), r.u64(rax), w));
+          break;
+        case 2:
+          sim.Access(e, kX64dbgCounter, r.u64(rax));
+          break;
         case 3:
-          r.SetU64(rsp, r.u64(rsp) - 8);
+          r.SetU64(rsp, r.u64(rsp) - w);
           sim.Access(e, r.u64(rsp), r.u64(rax), /*untrusted=*/true);
           break;
-        case 4: sim.Access(e, r.u64(rsp), std::nullopt); r.SetU64(rax, sim.Load(r.u64(rsp))); r.SetU64(rsp, r.u64(rsp) + 8); break;
-        case 5: r.SetU64(rcx, r.u64(rcx) - 1); r.SetU64(eflags, Flags(r.u64(eflags), r.u64(rcx))); break;
-        case 6: if (!(r.u64(eflags) & 0x40)) next = kX64dbgCodeA; break;
+        case 4:
+          sim.Access(e, r.u64(rsp), std::nullopt);
+          r.SetU64(rax, sim.Load(r.u64(rsp)));
+          r.SetU64(rsp, r.u64(rsp) + w);
+          break;
+        case 5:
+          r.SetU64(rcx, (r.u64(rcx) - 1) & mask);
+          r.SetU64(eflags, Flags(r.u64(eflags), r.u64(rcx), w));
+          break;
+        case 6:
+          if (!(r.u64(eflags) & 0x40)) next = kX64dbgCodeA;
+          break;
       }
     } else {
       switch (index) {
-        case 0: sim.Access(e, kX64dbgCounter, std::nullopt); r.SetU64(rbx, sim.Load(kX64dbgCounter)); break;
-        case 1: sim.Access(e, r.u64(rsp), r.u64(rbx)); break;
-        case 2: r.SetU64(rdx, r.u64(rdx) - 1); r.SetU64(eflags, Flags(r.u64(eflags), r.u64(rdx))); break;
-        case 3: if (!(r.u64(eflags) & 0x40)) next = kX64dbgCodeB; break;
+        case 0:
+          sim.Access(e, kX64dbgCounter, std::nullopt);
+          r.SetU64(rbx, sim.Load(kX64dbgCounter));
+          break;
+        case 1:
+          sim.Access(e, r.u64(rsp), r.u64(rbx));
+          break;
+        case 2:
+          r.SetU64(rdx, (r.u64(rdx) - 1) & mask);
+          r.SetU64(eflags, Flags(r.u64(eflags), r.u64(rdx), w));
+          break;
+        case 3:
+          if (!(r.u64(eflags) & 0x40)) next = kX64dbgCodeB;
+          break;
       }
     }
     r.SetU64(rip, next);
@@ -251,10 +318,12 @@ FakeTrace MakeX64dbgProgram(const X64dbgProgramOptions& options) {
     }
     // Registers that change, or become known with the reveal.
     const bool revealed = k + 1 >= options.reveal_at, was = k >= options.reveal_at;
-    for (const RegisterWrite& w : Known(r, revealed)) {
-      const bool newly = revealed && !was && !EarlyRegister(w.reg);
-      const auto old = before.bytes(w.reg);
-      if (newly || std::memcmp(old.data(), w.value, old.size()) != 0) e.registers.push_back(w);
+    for (const RegisterWrite& write : Known(r, revealed)) {
+      const bool newly = revealed && !was && !EarlyRegister(write.reg);
+      const auto old = before.bytes(write.reg);
+      if (newly || std::memcmp(old.data(), write.value, old.size()) != 0) {
+        e.registers.push_back(write);
+      }
     }
     trace.events.push_back(std::move(e));
   }
@@ -262,17 +331,45 @@ FakeTrace MakeX64dbgProgram(const X64dbgProgramOptions& options) {
 }
 
 Status WriteX64dbgTrace(const FakeTrace& trace, const std::string& path) {
-  BACKSTEP_ASSIGN_OR_RETURN(auto reader, OpenFakeTrace(FakeTraceSource(trace)));
+  // Straight into the writer (FakeTrace files are x86-64 only).
+  TraceHeader header;
+  header.format = "fake";
+  header.arch =
+      trace.initial_registers.empty() ? &X86_64() : &trace.initial_registers[0].second.arch();
+  header.address_kind = trace.address_kind;
+  header.records_reads = trace.records_reads;
+  auto image = [&trace](Address a, std::span<std::uint8_t> out, std::span<std::uint8_t> known) {
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i] = known[i] = 0;
+      for (const FakeImageRegion& r : trace.image) {
+        if (a + i >= r.start && a + i - r.start < r.bytes.size()) {
+          out[i] = r.bytes[a + i - r.start];
+          known[i] = r.known[a + i - r.start];
+        }
+      }
+    }
+  };
   X64dbgTraceWriter writer(path);
-  BACKSTEP_ASSIGN_OR_RETURN(std::uint64_t n, ConvertTrace(*reader, writer, path));
-  (void)n;
-  return Status::Ok();
+  BACKSTEP_RETURN_IF_ERROR(writer.Begin(header, trace.initial_registers, image));
+  Event e;
+  for (const FakeEvent& f : trace.events) {
+    e.Clear();
+    e.thread = f.thread;
+    e.kind = f.kind;
+    e.flags = f.flags;
+    e.description = f.description;
+    e.registers = f.registers;
+    for (const FakeAccess& r : f.reads) e.reads.push_back({r.address, r.data});
+    for (const FakeAccess& w : f.writes) e.writes.push_back({w.address, w.data});
+    BACKSTEP_RETURN_IF_ERROR(writer.Append(e));
+  }
+  return writer.Finish();
 }
 
 Expected<std::vector<std::uint8_t>> X64dbgProgramBytes(const X64dbgProgramOptions& options) {
   char name[] = "/tmp/backstep-x64dbg-XXXXXX";
   if (!mkdtemp(name)) return Status::IOError("mkdtemp failed");
-  const std::string path = std::string(name) + "/program.trace64";
+  const std::string path = std::string(name) + "/program.trace";
   Status s = WriteX64dbgTrace(MakeX64dbgProgram(options), path);
   std::vector<std::uint8_t> bytes;
   if (s.ok()) {

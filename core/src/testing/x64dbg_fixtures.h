@@ -4,7 +4,8 @@
 // produces (core/doc/formats/x64dbg.md), and writing it with
 // X64dbgTraceWriter.
 //
-// The program (addresses fixed, see the constants):
+// The program (addresses fixed, see the constants; with `i386`, the same in
+// 32-bit code: mov eax, [0x404000] / ... / jnz):
 //   thread A (tid 0x1a4) at 0x401000:        thread B (tid 0x2b8) at 0x402000:
 //     mov rax, [rip+counter]                   mov rbx, [rip+counter]
 //     add rax, 1                               mov [rsp], rbx
@@ -44,13 +45,15 @@ struct X64dbgProgramOptions {
   std::uint64_t reveal_at = 512;
   std::uint64_t seed = 1;
   bool two_threads = true;
+  bool i386 = false;  // a .trace32: the same program in 32-bit code
 };
 
 // The program's trace in the reader's event model; its image holds the
 // counter and both stacks.
 FakeTrace MakeX64dbgProgram(const X64dbgProgramOptions& options = {});
 
-// Writes `trace` with X64dbgTraceWriter (through ConvertTrace).
+// Writes `trace` with X64dbgTraceWriter (Begin, Append per event, Finish);
+// the architecture is the initial registers'.
 Status WriteX64dbgTrace(const FakeTrace& trace, const std::string& path);
 
 // The file bytes of a program written to a temporary file.

@@ -21,8 +21,8 @@ Status ParseX64dbgBlock(std::span<const std::uint8_t> file, std::uint64_t offset
   if (type != kX64dbgBlockInstruction) {
     return fail("block type " + std::to_string(type) + " (only type 0, an instruction, exists)");
   }
-  if (flags & kX64dbgFlagReserved) return fail("reserved flag bits set (flags " +
-                                               std::to_string(flags) + ")");
+  if (flags & kX64dbgFlagReserved)
+    return fail("reserved flag bits set (flags " + std::to_string(flags) + ")");
   const unsigned opcode_size = flags & kX64dbgOpcodeMask;
   if (opcode_size == 0) return fail("opcode length 0");
   out->offset = offset;
@@ -68,8 +68,8 @@ Status ParseX64dbgBlock(std::span<const std::uint8_t> file, std::uint64_t offset
 
 void EncodeX64dbgBlock(unsigned duint, std::optional<std::uint32_t> thread,
                        std::span<const std::uint8_t> opcode, std::span<const std::uint16_t> slots,
-                       std::span<const std::uint64_t> values,
-                       std::span<const X64dbgEntry> entries, std::vector<std::uint8_t>* out) {
+                       std::span<const std::uint64_t> values, std::span<const X64dbgEntry> entries,
+                       std::vector<std::uint8_t>* out) {
   auto word = [out, duint](std::uint64_t v) {
     for (unsigned i = 0; i < duint; ++i) out->push_back(static_cast<std::uint8_t>(v >> (8 * i)));
   };

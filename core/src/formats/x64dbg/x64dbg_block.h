@@ -22,10 +22,10 @@
 namespace backstep::core {
 
 struct X64dbgBlock {
-  std::uint64_t offset = 0;   // of the type byte
-  std::uint64_t end = 0;      // offset after the block
-  bool thread_flag = false;   // flags bit 7
-  bool has_thread = false;    // a thread id was read (bit 7, or the quirk)
+  std::uint64_t offset = 0;  // of the type byte
+  std::uint64_t end = 0;     // offset after the block
+  bool thread_flag = false;  // flags bit 7
+  bool has_thread = false;   // a thread id was read (bit 7, or the quirk)
   std::uint32_t thread = 0;
   std::span<const std::uint8_t> opcode;
   unsigned reg_count = 0;
@@ -36,7 +36,7 @@ struct X64dbgBlock {
   const std::uint8_t* addresses = nullptr;
   const std::uint8_t* old_values = nullptr;
   const std::uint8_t* new_values = nullptr;  // only for changed entries, in order
-  bool full_dump = false;  // every slot stored, all relative indexes 0
+  bool full_dump = false;                    // every slot stored, all relative indexes 0
 
   bool changed(unsigned entry) const { return !(mem_flags[entry] & 1); }
 };
@@ -61,8 +61,8 @@ struct X64dbgEntry {
 // slots and 255 entries; opcode 1..15 bytes.
 void EncodeX64dbgBlock(unsigned duint, std::optional<std::uint32_t> thread,
                        std::span<const std::uint8_t> opcode, std::span<const std::uint16_t> slots,
-                       std::span<const std::uint64_t> values,
-                       std::span<const X64dbgEntry> entries, std::vector<std::uint8_t>* out);
+                       std::span<const std::uint64_t> values, std::span<const X64dbgEntry> entries,
+                       std::vector<std::uint8_t>* out);
 
 // Little-endian duint at p.
 inline std::uint64_t X64dbgWord(const std::uint8_t* p, unsigned duint) {

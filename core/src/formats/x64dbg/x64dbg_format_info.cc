@@ -12,7 +12,7 @@ namespace backstep::core {
 FormatInfo X64dbgFormatInfo() {
   FormatInfo info;
   info.name = "x64dbg";
-  info.description = "x64dbg trace (.trace64; .trace32 needs the i386 table)";
+  info.description = "x64dbg trace (.trace64 x86-64, .trace32 i386)";
   info.sniff = [](std::span<const std::uint8_t> head) {
     return head.size() >= 4 && std::memcmp(head.data(), kX64dbgMagic, 4) == 0;
   };

@@ -67,14 +67,14 @@ Expected<std::unique_ptr<X64dbgReader>> X64dbgReader::Open(
   auto text = r.String(json_size);
   if (!r.ok()) {
     return Status::Corruption(name + ": offset 0x8: JSON header of " + std::to_string(json_size) +
-                              " bytes, but the file ends at offset " +
-                              HexU64(data.size()));
+                              " bytes, but the file ends at offset " + HexU64(data.size()));
   }
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    return Status::Corruption(name + ": offset 0x8: the header is not valid JSON (" + e.what() + ")");
+    return Status::Corruption(name + ": offset 0x8: the header is not valid JSON (" + e.what() +
+                              ")");
   }
   if (!json.is_object()) {
     return Status::Corruption(name + ": offset 0x8: the JSON header is not an object");

@@ -58,6 +58,46 @@ X64dbgDumpLayout::Spec X64Spec() {
   return s;
 }
 
+X64dbgDumpLayout::Spec X86Spec() {
+  X64dbgDumpLayout::Spec s;
+  s.arch = &I386();
+  s.json_arch = "x86";
+  s.duint = 4;
+  s.slot_count = 216;
+  const char* gprs[] = {"eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi"};
+  for (int i = 0; i < 8; ++i) s.pieces.push_back({gprs[i], std::uint16_t(4 * i), 4});
+  s.pieces.push_back({"eip", 32, 4});
+  s.pieces.push_back({"eflags", 36, 4});
+  const char* segs[] = {"gs", "fs", "es", "ds", "cs", "ss"};
+  for (int i = 0; i < 6; ++i) s.pieces.push_back({segs[i], std::uint16_t(40 + 2 * i), 2});
+  const char* drs[] = {"dr0", "dr1", "dr2", "dr3", "dr6", "dr7"};
+  for (int i = 0; i < 6; ++i) s.pieces.push_back({drs[i], std::uint16_t(52 + 4 * i), 4});
+  s.register_area = 76;
+  s.pieces.push_back({"fctrl", 156, 2});
+  s.pieces.push_back({"fstat", 158, 2});
+  s.pieces.push_back({"ftag", 160, 2});
+  s.pieces.push_back({"fioff", 164, 4});
+  s.pieces.push_back({"fiseg", 168, 4});
+  s.pieces.push_back({"fooff", 172, 4});
+  s.pieces.push_back({"foseg", 176, 4});
+  s.pieces.push_back({"mxcsr", 184, 4});  // +180: Cr0NpxState; +188: padding
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (int i = 0; i < 8; ++i) n.push_back("xmm" + std::to_string(i));
+    for (int i = 0; i < 8; ++i) n.push_back("ymm" + std::to_string(i) + "h");
+    return n;
+  }();
+  for (int i = 0; i < 8; ++i) {
+    s.pieces.push_back({names[i], std::uint16_t(192 + 16 * i), 16});
+    s.pieces.push_back({names[i], std::uint16_t(320 + 32 * i), 16, /*duplicate=*/true});
+    s.pieces.push_back({names[8 + i], std::uint16_t(320 + 32 * i + 16), 16});
+  }
+  s.fpr_prefix = "fpr";
+  s.derived_offset = 576;
+  s.pieces.push_back({"lasterror", 576 + kDerivedSize, 4});
+  return s;
+}
+
 }  // namespace
 
 Expected<X64dbgDumpLayout> X64dbgDumpLayout::Build(const Spec& spec) {
@@ -129,7 +169,11 @@ const X64dbgDumpLayout& X64dbgDumpLayout::X64() {
 }
 
 Expected<const X64dbgDumpLayout*> X64dbgDumpLayout::X86() {
-  return Status::Unsupported("x64dbg: .trace32 (x86) traces: not supported yet: i386");
+  static const X64dbgDumpLayout* const layout = [] {
+    auto built = Build(X86Spec());
+    return new X64dbgDumpLayout(std::move(*built));  // the i386 table has every register
+  }();
+  return layout;
 }
 
 unsigned X64dbgDumpLayout::Top(std::span<const std::uint8_t> dump) const {

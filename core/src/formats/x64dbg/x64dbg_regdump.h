@@ -33,8 +33,8 @@ class X64dbgDumpLayout {
  public:
   // The .trace64 dump (8-byte slots, 172 of them) on X86_64().
   static const X64dbgDumpLayout& X64();
-  // The .trace32 dump (4-byte slots, 216 of them) on the i386 table, or
-  // Unsupported while backstep has no i386 table.
+  // The .trace32 dump (4-byte slots, 216 of them) on I386(). Expected for
+  // the registry's sake (always succeeds).
   static Expected<const X64dbgDumpLayout*> X86();
 
   const ArchDescription& arch() const { return *arch_; }
@@ -66,10 +66,10 @@ class X64dbgDumpLayout {
   std::string_view SlotName(unsigned slot) const;
 
   struct PieceSpec {
-    std::string_view reg;     // table name
-    std::uint16_t offset;     // byte offset in the dump
-    std::uint8_t size;        // bytes in the dump (the register is zero-extended)
-    bool duplicate = false;   // a second copy (ymm's xmm half): written, not read
+    std::string_view reg;    // table name
+    std::uint16_t offset;    // byte offset in the dump
+    std::uint8_t size;       // bytes in the dump (the register is zero-extended)
+    bool duplicate = false;  // a second copy (ymm's xmm half): written, not read
   };
   struct Spec {
     const ArchDescription* arch;
@@ -103,11 +103,11 @@ class X64dbgDumpLayout {
   std::vector<Piece> pieces_;
   std::uint16_t area_ = 0, fstat_offset_ = 0, derived_ = 0;
   RegisterId fpr_[8] = {};
-  RegisterId eflags_ = kNoRegister, fctrl_ = kNoRegister, fstat_ = kNoRegister,
-             ftag_ = kNoRegister, mxcsr_ = kNoRegister;
+  RegisterId eflags_ = kNoRegister, fctrl_ = kNoRegister, fstat_ = kNoRegister, ftag_ = kNoRegister,
+             mxcsr_ = kNoRegister;
   RegisterId pc_ = kNoRegister, sp_ = kNoRegister;
-  std::vector<std::uint8_t> covered_;                  // per dump byte
-  std::vector<std::vector<std::uint16_t>> items_of_;   // per slot: readable items
+  std::vector<std::uint8_t> covered_;                    // per dump byte
+  std::vector<std::vector<std::uint16_t>> items_of_;     // per slot: readable items
   std::vector<std::pair<unsigned, unsigned>> slots_of_;  // per item: [first, last] slot
 };
 

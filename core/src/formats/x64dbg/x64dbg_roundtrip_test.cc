@@ -34,46 +34,51 @@ class X64dbgRoundTrip : public ::testing::Test {
 };
 
 TEST_F(X64dbgRoundTrip, ProgramReadsBackAsWritten) {
-  for (const bool threads : {false, true}) {
-    for (const std::uint64_t reveal : {0, 512, 2000}) {
-      SCOPED_TRACE("threads " + std::to_string(threads) + " reveal " + std::to_string(reveal));
-      testing::X64dbgProgramOptions o;
-      o.instructions = 1300;
-      o.reveal_at = reveal;
-      o.two_threads = threads;
-      o.seed = 5 + reveal;
-      const testing::FakeTrace want = testing::MakeX64dbgProgram(o);
-      const std::string path = dir_ + "/p.trace64";
-      ASSERT_TRUE(testing::WriteX64dbgTrace(want, path).ok());
-      auto reader = OpenTraceFile(path);
-      ASSERT_TRUE(reader.ok()) << reader.status().ToString();
-      EXPECT_EQ((*reader)->header().format, "x64dbg");
-      EXPECT_TRUE((*reader)->header().records_reads);
-      auto got = testing::CaptureTrace(**reader);
-      ASSERT_TRUE(got.ok()) << got.status().ToString();
-      testing::ExpectSameTrace(want, *got);
-      // Full dumps (hence resume points) on blocks 512 and 1024 once every
-      // register is known.
-      auto points = (*reader)->ResumePoints();
-      EXPECT_EQ(points.size(), reveal <= 512 ? 2u : 0u);
-      // Written again from the reader: the same events; and a fixed point
-      // from there (the first file may differ only in the old value of a
-      // PUSH's stack slot, which the source knew from its image and which
-      // nobody reads back).
-      std::string previous = path;
-      for (const char* next : {"/q.trace64", "/r.trace64"}) {
-        auto again = OpenTraceFile(previous);
-        ASSERT_TRUE(again.ok());
-        X64dbgTraceWriter writer(dir_ + next);
-        ASSERT_TRUE(ConvertTrace(**again, writer, next).ok());
-        auto reread = OpenTraceFile(dir_ + next);
-        ASSERT_TRUE(reread.ok());
-        auto events = testing::CaptureTrace(**reread);
-        ASSERT_TRUE(events.ok());
-        testing::ExpectSameTrace(want, *events);
-        previous = dir_ + next;
+  for (const bool i386 : {false, true}) {
+    for (const bool threads : {false, true}) {
+      for (const std::uint64_t reveal : {0, 512, 2000}) {
+        SCOPED_TRACE("i386 " + std::to_string(i386) + " threads " + std::to_string(threads) +
+                     " reveal " + std::to_string(reveal));
+        testing::X64dbgProgramOptions o;
+        o.i386 = i386;
+        o.instructions = 1300;
+        o.reveal_at = reveal;
+        o.two_threads = threads;
+        o.seed = 5 + reveal;
+        const testing::FakeTrace want = testing::MakeX64dbgProgram(o);
+        const std::string path = dir_ + "/p.trace64";
+        ASSERT_TRUE(testing::WriteX64dbgTrace(want, path).ok());
+        auto reader = OpenTraceFile(path);
+        ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+        EXPECT_EQ((*reader)->header().format, "x64dbg");
+        EXPECT_TRUE((*reader)->header().records_reads);
+        auto got = testing::CaptureTrace(**reader);
+        ASSERT_TRUE(got.ok()) << got.status().ToString();
+        testing::ExpectSameTrace(want, *got);
+        // Full dumps (hence resume points) on blocks 512 and 1024 once every
+        // register is known.
+        auto points = (*reader)->ResumePoints();
+        EXPECT_EQ(points.size(), reveal <= 512 ? 2u : 0u);
+        // Written again from the reader: the same events; and a fixed point
+        // from there (the first file may differ only in the old value of a
+        // PUSH's stack slot, which the source knew from its image and which
+        // nobody reads back).
+        std::string previous = path;
+        for (const char* next : {"/q.trace64", "/r.trace64"}) {
+          auto again = OpenTraceFile(previous);
+          ASSERT_TRUE(again.ok());
+          X64dbgTraceWriter writer(dir_ + next);
+          ASSERT_TRUE(ConvertTrace(**again, writer, next).ok());
+          auto reread = OpenTraceFile(dir_ + next);
+          ASSERT_TRUE(reread.ok());
+          auto events = testing::CaptureTrace(**reread);
+          ASSERT_TRUE(events.ok());
+          testing::ExpectSameTrace(want, *events);
+          previous = dir_ + next;
+        }
+        EXPECT_EQ(Bytes(dir_ + "/q.trace64"), Bytes(dir_ + "/r.trace64"));
+        EXPECT_EQ((*reader)->header().arch, i386 ? &I386() : &X86_64());
       }
-      EXPECT_EQ(Bytes(dir_ + "/q.trace64"), Bytes(dir_ + "/r.trace64"));
     }
   }
 }
@@ -85,8 +90,9 @@ TEST_F(X64dbgRoundTrip, HeaderIsX64dbgsJson) {
   ASSERT_GT(bytes.size(), 8u);
   EXPECT_EQ(std::string(bytes.begin(), bytes.begin() + 4), "TRAC");
   const std::uint32_t n = bytes[4] | bytes[5] << 8 | bytes[6] << 16 | bytes[7] << 24;
-  EXPECT_EQ(std::string(bytes.begin() + 8, bytes.begin() + 8 + n),
-            R"({"ver":1,"arch":"x64","hashAlgorithm":"murmurhash","hash":"0x0","compression":"","path":""})");
+  EXPECT_EQ(
+      std::string(bytes.begin() + 8, bytes.begin() + 8 + n),
+      R"({"ver":1,"arch":"x64","hashAlgorithm":"murmurhash","hash":"0x0","compression":"","path":""})");
   // Block 0: type 0, thread id flag, the first thread's id.
   const std::size_t b = 8 + n;
   EXPECT_EQ(bytes[b], 0);
@@ -111,8 +117,10 @@ TEST_F(X64dbgRoundTrip, WriterRefusals) {
        "event 0: no instruction bytes"},
       {"thread 0", [](auto& t) { t.events[0].thread = ThreadId(0); }, "is not an x64dbg thread id"},
       {"unknown old value",
-       [](auto& t) { t.events[0].reads.push_back({0x900000, {1, 2, 3, 4, 5, 6, 7, 8}}),
-                     t.events[0].writes.push_back({0x910000, {1}}); },
+       [](auto& t) {
+         t.events[0].reads.push_back({0x900000, {1, 2, 3, 4, 5, 6, 7, 8}}),
+             t.events[0].writes.push_back({0x910000, {1}});
+       },
        "memory at 0x910000 is unknown before the instruction"},
       {"forget a register",
        [](auto& t) {

@@ -46,7 +46,8 @@ inline void ExpectSameTrace(const FakeTrace& want, const FakeTrace& got) {
     ASSERT_EQ(g.description, w.description);
     ASSERT_EQ(DescribeAccesses(g.reads), DescribeAccesses(w.reads));
     ASSERT_EQ(DescribeAccesses(g.writes), DescribeAccesses(w.writes));
-    for (auto* m : {&a, &b}) m->try_emplace(w.thread.value, RegisterFile(X86_64()));
+    const ArchDescription& arch = want.initial_registers.at(0).second.arch();
+    for (auto* m : {&a, &b}) m->try_emplace(w.thread.value, RegisterFile(arch));
     RegisterFile& ra = a.at(w.thread.value);
     RegisterFile& rb = b.at(w.thread.value);
     if (w.flags & kEventClearsRegisters) ra.Clear(), rb.Clear();

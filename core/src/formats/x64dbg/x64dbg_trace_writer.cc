@@ -241,8 +241,8 @@ Status X64dbgTraceWriter::Append(const Event& event) {
   EncodeX64dbgBlock(duint, thread_field, opcode->data, slots, values, entries, &block_);
   file_->Write(block_);
   for (std::uint16_t s : slots) {
-    std::memcpy(written_dump_.data() + std::size_t{s} * duint, dump_.data() + std::size_t{s} * duint,
-                duint);
+    std::memcpy(written_dump_.data() + std::size_t{s} * duint,
+                dump_.data() + std::size_t{s} * duint, duint);
     written_known_[s] = 1;
   }
   last_thread_ = tid;
