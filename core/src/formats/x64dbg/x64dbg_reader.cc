@@ -15,6 +15,9 @@ namespace {
 
 constexpr std::uint64_t kMarkerBit = std::uint64_t{1} << 63;
 constexpr std::size_t kMaxResumePoints = 256;
+// Each point holds every thread's registers: beyond this many threads the
+// points would cost too much memory; the index then builds in one pass.
+constexpr std::size_t kMaxResumeThreads = 64;
 
 // PUSH, PUSHF and CALL (formats.md §5.4): x64dbg forces their last memory
 // entry onto the new stack slot, keeping an old value read elsewhere.
@@ -320,6 +323,7 @@ std::vector<ResumePoint> X64dbgReader::ResumePoints() const {
     Expected<bool> more = r.Next(&e);
     if (!more.ok() || !*more) break;
     seen.insert(e.thread.value);
+    if (seen.size() > kMaxResumeThreads) return {};
     ++position;
   }
   return points;

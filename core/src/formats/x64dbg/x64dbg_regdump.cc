@@ -131,6 +131,9 @@ Expected<X64dbgDumpLayout> X64dbgDumpLayout::Build(const Spec& spec) {
   for (const Piece& p : l.pieces_) {
     if (p.reg == l.fstat_) l.fstat_offset_ = p.offset;
   }
+  if (l.item_count() > 128) {  // Decode()'s stamp array
+    return Status::Unsupported("x64dbg: too many registers in the dump layout");
+  }
   l.covered_.assign(l.dump_size(), 0);
   for (const Piece& p : l.pieces_) std::fill_n(l.covered_.begin() + p.offset, p.size, 1);
   std::fill_n(l.covered_.begin() + l.area_, 80, 1);
