@@ -14,6 +14,7 @@
 #include "backstep/testing/reader_fuzz.h"
 #include "backstep/testing/reven_fixtures.h"
 #include "backstep/testing/tfile_fixtures.h"
+#include "backstep/testing/x64dbg_fixtures.h"
 
 namespace {
 
@@ -143,6 +144,29 @@ bool SeedTfile(const fs::path& dir) {
   return true;
 }
 
+// x64dbg_fuzzer: the hand-made program from our writer, both pointer sizes,
+// one and two threads, with registers revealed early (full dumps) or late.
+bool SeedX64dbg(const fs::path& dir) {
+  namespace t = backstep::core::testing;
+  int index = 0;
+  for (bool i386 : {false, true}) {
+    for (bool threads : {false, true}) {
+      t::X64dbgProgramOptions o;
+      o.i386 = i386;
+      o.two_threads = threads;
+      o.instructions = threads ? 600 : 40;
+      o.reveal_at = threads ? 0 : 20;
+      auto bytes = t::X64dbgProgramBytes(o);
+      if (!bytes.ok() ||
+          !WriteBytes(dir, "program" + std::to_string(index++) + (i386 ? ".trace32" : ".trace64"),
+                      *bytes)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 struct Seeder {
   std::string_view fuzzer;
   bool (*write)(const fs::path& dir);
@@ -153,6 +177,7 @@ constexpr Seeder kSeeders[] = {
     {"reven_fuzzer", SeedReven},
     {"usercorn_fuzzer", SeedUsercorn},
     {"tfile_fuzzer", SeedTfile},
+    {"x64dbg_fuzzer", SeedX64dbg},
 };
 
 }  // namespace

@@ -76,6 +76,8 @@ void AddSystem(TableBuilder& b) {
   for (int n : {0, 1, 2, 3, 6, 7}) {
     b.Add(b.Intern("dr" + std::to_string(n)), 4, 0, "uint32", "system");
   }
+  // Windows' LastError (x64dbg traces): monitor-visible, not a gdb register.
+  b.Add("lasterror", 4, 0, "uint32", "system");
 }
 
 }  // namespace

@@ -102,6 +102,9 @@ void AddSystem(TableBuilder& b) {
   for (std::uint32_t msr : {0x2ffu, 0xfeu, 0x179u, 0x17bu, 0x17au, 0x1a0u, 0xd90u}) b.AddMsr(msr);
   for (std::uint32_t msr = 0x400; msr <= 0x427; ++msr) b.AddMsr(msr);  // mc0..mc9
   for (std::uint32_t msr : {0x6e0u, 0xda0u}) b.AddMsr(msr);            // Bochs extras
+  // Windows' per-thread LastError (x64dbg traces record it): not a CPU
+  // register, so gdb never sees it; `backstep dump` and monitor commands do.
+  b.Add("lasterror", 4, 0, "uint32", "system");
 }
 
 }  // namespace

@@ -7,6 +7,8 @@
 #include "formats/tfile/tfile_trace_writer.h"
 #include "formats/usercorn/usercorn_reader.h"
 #include "formats/usercorn/usercorn_trace_writer.h"
+#include "formats/x64dbg/x64dbg_reader.h"
+#include "formats/x64dbg/x64dbg_trace_writer.h"
 #include "util/hex.h"
 
 namespace backstep::core {
@@ -18,6 +20,7 @@ std::span<const FormatInfo> Formats() {
       FormatEntry<RevenReader, RevenTraceWriter>(),
       FormatEntry<TfileReader, TfileTraceWriter>(),
       FormatEntry<UsercornReader, UsercornTraceWriter>(),
+      FormatEntry<X64dbgReader, X64dbgTraceWriter>(),
   };
   return kFormats;
 }

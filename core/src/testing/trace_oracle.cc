@@ -14,7 +14,10 @@ TraceOracle::TraceOracle(const FakeTrace& trace) : trace_(&trace) {
     first_event_.emplace(trace.events[i].thread.value, i);
   }
   Reset();
-  const ArchDescription& arch = X86_64();
+  // The initial registers' table (x86-64 or i386); x86-64 without any.
+  const ArchDescription& arch = trace_->initial_registers.empty()
+                                    ? X86_64()
+                                    : trace_->initial_registers.front().second.arch();
   pcs_.resize(trace.events.size());
   changed_.resize(trace.events.size());
   for (std::uint64_t i = 0; i < trace.events.size(); ++i) {
@@ -46,7 +49,10 @@ void TraceOracle::Reset() {
   position_ = 0;
   registers_.clear();
   memory_.clear();
-  const ArchDescription& arch = X86_64();
+  // The initial registers' table (x86-64 or i386); x86-64 without any.
+  const ArchDescription& arch = trace_->initial_registers.empty()
+                                    ? X86_64()
+                                    : trace_->initial_registers.front().second.arch();
   for (const auto& [tid, file] : trace_->initial_registers) registers_.emplace(tid.value, file);
   for (const auto& [tid, first] : first_event_) registers_.emplace(tid, RegisterFile(arch));
   cleared_ = false;

@@ -21,6 +21,7 @@ namespace backstep::core::testing {
 int FuzzRevenReader(const std::uint8_t* data, std::size_t size);
 int FuzzTfileReader(const std::uint8_t* data, std::size_t size);
 int FuzzUsercornReader(const std::uint8_t* data, std::size_t size);
+int FuzzX64dbgReader(const std::uint8_t* data, std::size_t size);
 
 // Small valid UCIR files (file name, bytes) from our writer: every op, both
 // chunk types, straddling chunks, a generated program's trace.

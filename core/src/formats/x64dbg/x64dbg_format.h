@@ -1,0 +1,24 @@
+// Byte-level constants of x64dbg trace files (`.trace64`, `.trace32`);
+// core/doc/formats/x64dbg.md and formats.md §5 have the layout.
+//
+// Thread-safety: constants.
+#pragma once
+
+#include <cstdint>
+
+namespace backstep::core {
+
+inline constexpr std::uint8_t kX64dbgMagic[4] = {'T', 'R', 'A', 'C'};
+// x64dbg's own reader rejects longer headers.
+inline constexpr std::uint32_t kX64dbgMaxJsonSize = 16384;
+inline constexpr std::uint8_t kX64dbgBlockInstruction = 0;
+// Block flags byte.
+inline constexpr std::uint8_t kX64dbgFlagThreadId = 0x80;
+inline constexpr std::uint8_t kX64dbgFlagReserved = 0x70;
+inline constexpr std::uint8_t kX64dbgOpcodeMask = 0x0f;
+// Memory entry flags byte: bit 0 = the value did not change (no new value).
+inline constexpr std::uint8_t kX64dbgMemUnchanged = 0x01;
+// x64dbg writes a full register dump on these block numbers of a session.
+inline constexpr std::uint64_t kX64dbgFullDumpEvery = 512;
+
+}  // namespace backstep::core

@@ -1,0 +1,336 @@
+#include "formats/x64dbg/x64dbg_reader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "formats/x64dbg/x64dbg_format.h"
+#include "util/byte_reader.h"
+#include "util/hex.h"
+
+namespace backstep::core {
+namespace {
+
+constexpr std::uint64_t kMarkerBit = std::uint64_t{1} << 63;
+constexpr std::size_t kMaxResumePoints = 256;
+// Each point holds every thread's registers: beyond this many threads the
+// points would cost too much memory; the index then builds in one pass.
+constexpr std::size_t kMaxResumeThreads = 64;
+
+// PUSH, PUSHF and CALL (formats.md §5.4): x64dbg forces their last memory
+// entry onto the new stack slot, keeping an old value read elsewhere.
+bool IsPushOrCall(std::span<const std::uint8_t> op, bool is64) {
+  std::size_t i = 0;
+  auto prefix = [](std::uint8_t b) {
+    return b == 0x66 || b == 0x67 || b == 0xf0 || b == 0xf2 || b == 0xf3 || b == 0x2e ||
+           b == 0x36 || b == 0x3e || b == 0x26 || b == 0x64 || b == 0x65;
+  };
+  while (i < op.size() && prefix(op[i])) ++i;
+  if (is64 && i < op.size() && (op[i] & 0xf0) == 0x40) ++i;
+  if (i >= op.size()) return false;
+  const std::uint8_t b = op[i];
+  if ((b >= 0x50 && b <= 0x57) || b == 0x68 || b == 0x6a || b == 0x9c || b == 0xe8) return true;
+  if (!is64 && (b == 0x06 || b == 0x0e || b == 0x16 || b == 0x1e || b == 0x9a)) return true;
+  if (b == 0x0f) return i + 1 < op.size() && (op[i + 1] == 0xa0 || op[i + 1] == 0xa8);
+  if (b == 0xff && i + 1 < op.size()) {
+    const unsigned reg = (op[i + 1] >> 3) & 7;
+    return reg == 2 || reg == 3 || reg == 6;
+  }
+  return false;
+}
+
+std::string JsonString(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<X64dbgReader>> X64dbgReader::Open(
+    std::shared_ptr<const ByteSource> source) {
+  const std::string& name = source->name();
+  auto data = source->data();
+  ByteReader r(data);
+  auto magic = r.Bytes(4);
+  const std::uint32_t json_size = r.U32();
+  if (!r.ok()) {
+    return Status::Corruption(name + ": offset 0x0: " + std::to_string(data.size()) +
+                              " bytes, too short for an x64dbg trace header (8 bytes)");
+  }
+  if (std::memcmp(magic.data(), kX64dbgMagic, 4) != 0) {
+    return Status::Corruption(name + ": offset 0x0: not an x64dbg trace (magic is not \"TRAC\")");
+  }
+  if (json_size > kX64dbgMaxJsonSize) {
+    return Status::Corruption(name + ": offset 0x4: JSON header of " + std::to_string(json_size) +
+                              " bytes (x64dbg accepts at most " +
+                              std::to_string(kX64dbgMaxJsonSize) + ")");
+  }
+  auto text = r.String(json_size);
+  if (!r.ok()) {
+    return Status::Corruption(name + ": offset 0x8: JSON header of " + std::to_string(json_size) +
+                              " bytes, but the file ends at offset " + HexU64(data.size()));
+  }
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Corruption(name + ": offset 0x8: the header is not valid JSON (" + e.what() +
+                              ")");
+  }
+  if (!json.is_object()) {
+    return Status::Corruption(name + ": offset 0x8: the JSON header is not an object");
+  }
+  auto field = [&](const char* key) -> Expected<const nlohmann::json*> {
+    auto it = json.find(key);
+    if (it == json.end()) {
+      return Status::Corruption(name + ": offset 0x8: the JSON header has no \"" + key + "\"");
+    }
+    return &*it;
+  };
+  BACKSTEP_ASSIGN_OR_RETURN(const nlohmann::json* ver, field("ver"));
+  if (!ver->is_number_integer()) {
+    return Status::Corruption(name + ": offset 0x8: header \"ver\" is not an integer");
+  }
+  if (ver->get<std::int64_t>() != 1) {
+    return Status::Unsupported(name + ": x64dbg trace version " + ver->dump() +
+                               " (only version 1 exists)");
+  }
+  BACKSTEP_ASSIGN_OR_RETURN(const nlohmann::json* arch, field("arch"));
+  const std::string arch_name = arch->is_string() ? arch->get<std::string>() : arch->dump();
+  const X64dbgDumpLayout* layout = nullptr;
+  if (arch_name == "x64") {
+    layout = &X64dbgDumpLayout::X64();
+  } else if (arch_name == "x86") {
+    auto x86 = X64dbgDumpLayout::X86();
+    if (!x86.ok()) return x86.status().Annotate(name);
+    layout = *x86;
+  } else {
+    return Status::Corruption(name + ": offset 0x8: header \"arch\" is " + arch->dump() +
+                              " (x64dbg writes \"x64\" or \"x86\")");
+  }
+  if (auto it = json.find("compression"); it != json.end()) {
+    if (!it->is_string()) {
+      return Status::Corruption(name + ": offset 0x8: header \"compression\" is not a string");
+    }
+    if (!it->get<std::string>().empty()) {
+      return Status::Unsupported(name + ": compression " + it->dump() +
+                                 " (x64dbg writes uncompressed traces only)");
+    }
+  }
+  std::unique_ptr<X64dbgReader> reader(new X64dbgReader(std::move(source), layout));
+  TraceHeader& h = reader->header_;
+  h.format = "x64dbg";
+  h.arch = &layout->arch();
+  h.address_kind = AddressKind::kVirtual;
+  h.records_reads = true;
+  h.properties.emplace_back("x64dbg arch", arch_name);
+  if (std::string path = JsonString(json, "path"); !path.empty()) {
+    h.properties.emplace_back("debuggee", path);
+  }
+  if (std::string hash = JsonString(json, "hash"); !hash.empty()) {
+    std::string algorithm = JsonString(json, "hashAlgorithm");
+    h.properties.emplace_back("debuggee hash", (algorithm.empty() ? "" : algorithm + " ") + hash);
+  }
+  reader->first_block_ = 8 + std::uint64_t{json_size};
+  reader->ResetState();
+  if (!reader->at_end_) {
+    BACKSTEP_RETURN_IF_ERROR(reader->Enter(reader->first_block_, nullptr));
+    reader->initial_thread_ = reader->thread_;
+    layout->DecodeAll(reader->dump_, reader->slot_known_, &reader->initial_);
+  }
+  return reader;
+}
+
+void X64dbgReader::ResetState() {
+  dump_.assign(layout_->dump_size(), 0);
+  slot_known_.assign(layout_->slot_count(), 0);
+  at_end_ = first_block_ >= data_.size();
+  thread_ = ThreadId(1);
+  marker_pending_ = false;
+  anchor_ = first_block_;
+}
+
+Status X64dbgReader::Enter(std::uint64_t offset, const X64dbgBlock* prev) {
+  const unsigned duint = layout_->duint(), slots = layout_->slot_count();
+  Status s = ParseX64dbgBlock(data_, offset, duint, slots, false, source_->name(), &next_);
+  if (!s.ok() && prev && prev->thread_flag && !prev->full_dump) {
+    // x64dbg's thread-flag quirk: this block may carry an id without bit 7.
+    Status retry = ParseX64dbgBlock(data_, offset, duint, slots, true, source_->name(), &next_);
+    if (retry.ok()) s = retry;
+  }
+  if (!s.ok()) return s;
+  changed_.clear();
+  for (unsigned i = 0; i < next_.reg_count; ++i) {
+    const std::uint16_t slot = next_.slots[i];
+    std::memcpy(dump_.data() + std::size_t{slot} * duint, next_.reg_values + std::size_t{i} * duint,
+                duint);
+    slot_known_[slot] = 1;
+    changed_.push_back(slot);
+  }
+  if (next_.has_thread) thread_ = ThreadId(next_.thread);
+  if (next_.full_dump && next_.thread_flag) anchor_ = offset;
+  std::swap(block_, next_);
+  at_end_ = false;
+  return Status::Ok();
+}
+
+std::vector<std::pair<ThreadId, RegisterFile>> X64dbgReader::InitialRegisters() const {
+  RegisterFile regs(layout_->arch());
+  for (const RegisterWrite& w : initial_) regs.Apply(w);
+  return {{initial_thread_, std::move(regs)}};
+}
+
+void X64dbgReader::ReadInitialMemory(Address, std::span<std::uint8_t> out,
+                                     std::span<std::uint8_t> known) const {
+  // x64dbg records no memory image: only what instructions touch.
+  std::fill(out.begin(), out.end(), 0);
+  std::fill(known.begin(), known.end(), 0);
+}
+
+ReaderPosition X64dbgReader::Tell() const {
+  const std::uint64_t offset = at_end_ ? data_.size() : block_.offset;
+  return {offset, anchor_ | (marker_pending_ ? kMarkerBit : 0)};
+}
+
+Status X64dbgReader::Seek(const ReaderPosition& pos) {
+  if (pos == Tell()) return Status::Ok();
+  const std::uint64_t anchor = pos.aux & ~kMarkerBit;
+  const bool marker = pos.aux & kMarkerBit;
+  auto foreign = [&] {
+    return Status::InvalidArgument(source_->name() + ": reader position " +
+                                   std::to_string(pos.offset) + "/" + std::to_string(pos.aux) +
+                                   " is not a position of this trace");
+  };
+  if (anchor < first_block_ || anchor > pos.offset || pos.offset > data_.size() ||
+      (marker && pos.offset == data_.size())) {
+    return foreign();
+  }
+  ResetState();
+  if (at_end_) return pos.offset == data_.size() ? Status::Ok() : foreign();
+  // Re-decode from the full dump (or the first block): the dump and the
+  // thread depend on every block since.
+  std::uint64_t offset = anchor;
+  X64dbgBlock prev;
+  bool has_prev = false;
+  while (true) {
+    Status s = Enter(offset, has_prev ? &prev : nullptr);
+    if (!s.ok()) return s.Annotate("seeking");
+    if (offset == pos.offset) break;
+    prev = block_;
+    has_prev = true;
+    offset = block_.end;
+    if (offset == data_.size() && pos.offset == offset) {
+      at_end_ = true;
+      break;
+    }
+    if (offset > pos.offset) return foreign();
+  }
+  if (anchor_ != anchor) return foreign();
+  marker_pending_ = marker;
+  return Status::Ok();
+}
+
+std::optional<std::uint64_t> X64dbgReader::DumpWord(RegisterId reg) const {
+  return layout_->PieceValue(dump_, slot_known_, reg);
+}
+
+Expected<bool> X64dbgReader::Next(Event* event) {
+  event->Clear();
+  if (at_end_) return false;
+  event->thread = thread_;
+  if (marker_pending_) {
+    event->kind = EventKind::kMarker;
+    event->description = "thread switch";
+    event->flags = kEventClearsRegisters;
+    layout_->DecodeAll(dump_, slot_known_, &event->registers);
+    marker_pending_ = false;
+    return true;
+  }
+  const X64dbgBlock& b = block_;
+  const unsigned duint = layout_->duint();
+  if (std::optional<std::uint64_t> pc = DumpWord(layout_->pc())) {
+    event->reads.push_back({*pc, b.opcode});
+  }
+  const bool push = b.mem_count > 0 && IsPushOrCall(b.opcode, duint == 8);
+  const std::uint64_t space_end = duint == 8 ? 0 : std::uint64_t{1} << 32;  // 0: 2^64
+  const std::uint8_t* new_value = b.new_values;
+  for (unsigned i = 0; i < b.mem_count; ++i) {
+    const std::uint64_t address = X64dbgWord(b.addresses + std::size_t{i} * duint, duint);
+    const std::uint8_t* fresh = nullptr;
+    if (b.changed(i)) {
+      fresh = new_value;
+      new_value += duint;
+    }
+    const std::uint64_t last = address + duint - 1;
+    if (last < address || (space_end != 0 && last >= space_end)) continue;  // wraps around
+    if (!(push && i + 1 == b.mem_count)) {
+      event->reads.push_back({address, {b.old_values + std::size_t{i} * duint, duint}});
+    }
+    if (fresh) event->writes.push_back({address, {fresh, duint}});
+  }
+  // Look ahead: the registers after this instruction are the next block's.
+  const X64dbgBlock current = block_;
+  const ThreadId thread = thread_;
+  if (current.end == data_.size()) {
+    event->flags = kEventClearsRegisters;
+    at_end_ = true;
+    return true;
+  }
+  BACKSTEP_RETURN_IF_ERROR(Enter(current.end, &current));
+  if (thread_ == thread) {
+    layout_->Decode(dump_, slot_known_, changed_, &event->registers);
+  } else {
+    event->flags = kEventClearsRegisters;
+    marker_pending_ = true;
+  }
+  return true;
+}
+
+std::vector<ResumePoint> X64dbgReader::ResumePoints() const {
+  std::vector<ResumePoint> points;
+  auto opened = Open(source_);
+  if (!opened.ok()) return points;
+  X64dbgReader& r = **opened;
+  std::set<std::uint64_t> seen = {r.initial_thread_.value};
+  std::uint64_t position = 0, stride = 1, ordinal = 0;
+  Event e;
+  while (true) {
+    const ReaderPosition at = r.Tell();
+    if (position > 0 && !r.at_end_ && !r.marker_pending_ && r.anchor_ == r.block_.offset &&
+        ordinal++ % stride == 0) {
+      ResumePoint p;
+      p.position = Position(position);
+      p.reader_position = at;
+      for (std::uint64_t tid : seen) {
+        RegisterFile regs(layout_->arch());
+        if (tid == r.thread_.value) {
+          std::vector<RegisterWrite> writes;
+          layout_->DecodeAll(r.dump_, r.slot_known_, &writes);
+          for (const RegisterWrite& w : writes) regs.Apply(w);
+        }  // other threads: cleared when they were switched out
+        p.registers.emplace_back(ThreadId(tid), std::move(regs));
+      }
+      points.push_back(std::move(p));
+      if (points.size() > kMaxResumePoints) {
+        std::vector<ResumePoint> kept;
+        for (std::size_t i = 0; i < points.size(); i += 2) kept.push_back(std::move(points[i]));
+        points = std::move(kept);
+        stride *= 2;
+      }
+    }
+    Expected<bool> more = r.Next(&e);
+    if (!more.ok() || !*more) break;
+    seen.insert(e.thread.value);
+    if (seen.size() > kMaxResumeThreads) return {};
+    ++position;
+  }
+  return points;
+}
+
+bool X64dbgReader::Sniff(std::span<const std::uint8_t> head) {
+  return head.size() >= 4 && std::memcmp(head.data(), kX64dbgMagic, 4) == 0;
+}
+
+}  // namespace backstep::core

@@ -1,0 +1,69 @@
+// X64dbgTraceWriter: the TraceWriter for x64dbg traces (`backstep convert
+// --to x64dbg`, test fixtures). core/doc/formats/x64dbg.md, "Writing", has
+// the rules; in short:
+//   * Header {"ver":1,"arch":"x64",...} (x86-64 traces; i386 once backstep
+//     has its table), virtual memory only (a physical REVEN trace is
+//     Unsupported).
+//   * One block per instruction event, with the registers of its thread
+//     before it: a full dump on blocks 0, 512, 1024, ... when every slot is
+//     known, else the known slots that differ from what the reader holds.
+//     A register cannot become unknown again once a block stored it
+//     (Unsupported: "cannot forget").
+//   * The opcode is the event's read at its pc (1..15 bytes); an instruction
+//     without one is Unsupported (x64dbg blocks carry the opcode).
+//   * Memory: one entry per duint window of each read and write; the old
+//     value must be known (from the event's reads, earlier events or the
+//     initial image), except for the stack slot of a PUSH/CALL, whose old
+//     value x64dbg's reader does not trust (written as 0 where unknown).
+//     An entry whose bytes do not change is "unchanged" (a read).
+//   * Marker events without memory writes (the reader's thread switches)
+//     only update their thread's registers; other non-instruction events
+//     and memory clears are Unsupported. Thread ids must fit x64dbg's u32
+//     and not be 0.
+//
+// Thread-safety: one thread at a time.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backstep/core/trace_writer.h"
+#include "formats/x64dbg/x64dbg_regdump.h"
+#include "util/atomic_file.h"
+
+namespace backstep::core {
+
+class X64dbgTraceWriter final : public TraceWriter {
+ public:
+  explicit X64dbgTraceWriter(std::string path) : path_(std::move(path)) {}
+
+  Status Begin(const TraceHeader& header,
+               const std::vector<std::pair<ThreadId, RegisterFile>>& initial_registers,
+               const InitialMemoryFn& initial_memory) override;
+  Status Append(const Event& event) override;
+  Status Finish() override;
+
+  std::uint64_t blocks_written() const { return blocks_; }
+
+ private:
+  RegisterFile& Thread(ThreadId thread);
+  // The byte before the current event, if known.
+  std::optional<std::uint8_t> OldByte(const Event& event, Address address) const;
+  void Remember(const Event& event);
+
+  std::string path_;
+  const X64dbgDumpLayout* layout_ = nullptr;
+  std::optional<AtomicFile> file_;
+  InitialMemoryFn image_;
+  std::map<std::uint64_t, RegisterFile> regs_;
+  std::unordered_map<Address, std::uint8_t> memory_;  // bytes known since the image
+  std::vector<std::uint8_t> written_dump_, written_known_;
+  std::optional<std::uint32_t> last_thread_;
+  std::uint64_t events_ = 0, blocks_ = 0;
+  std::vector<std::uint8_t> dump_, known_, block_;
+};
+
+}  // namespace backstep::core

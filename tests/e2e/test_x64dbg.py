@@ -1,0 +1,127 @@
+"""gdb 13 and lldb-19 against `backstep serve` on x64dbg traces written by our
+writer: a .trace64 and a .trace32 of a hand-made two-thread program
+(core/src/testing/x64dbg_fixtures.h; tests/tools/make_x64dbg.cc prints its
+facts).
+
+Checks: both threads listed, registers <unavailable> before the first full
+register dump and known after it, memory and `x/i $pc` from the recorded
+bytes, an rwatch hit in reverse (recorded reads), a watchpoint hit in the
+other thread, LastError in `backstep dump`. gdb connects with no `set
+architecture`: the target description names it.
+
+Run by ctest:  /usr/bin/python3 test_x64dbg.py --backstep BIN --make-example MAKE_X64DBG
+"""
+
+import os
+import re
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import util  # noqa: E402
+
+WHEN = "monitor when"
+
+
+def positions(text):
+    return util.values(r"^position (\d+) of", text)
+
+
+def make(env, name, extra):
+    path = os.path.join(env.dir, name)
+    out = util.run([env.make_example, path] + extra)
+    facts = {}
+    for line in out.splitlines():
+        key, value = line.split()
+        facts[key] = int(value, 0)
+    util.run([env.backstep, "index", path])
+    return util.Trace(path, facts)
+
+
+def gdb(server, commands):
+    argv = ["gdb", "-q", "-batch", "-nx", "-ex", "set pagination off",
+            "-ex", "target remote " + server.address()]
+    for c in commands:
+        argv += ["-ex", c]
+    return util.run(argv, check=False)
+
+
+class X64dbgTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.env = util.Env.from_argv()
+        cls.t64 = make(cls.env, "program.trace64", [])
+        cls.t32 = make(cls.env, "program.trace32", ["--i386"])
+
+    def test_gdb_trace64(self):
+        t = self.t64
+        with util.Server(self.env, t) as server:
+            out = gdb(server, [
+                "info registers rip", "p $rax", "p $r8", "x/i $pc", "x/2xw 0x404000",
+                # A watchpoint in thread B's stack slot, from thread A at position 0.
+                "watch *(int*)0x6ff000", "continue", WHEN, "info threads"])
+            try:
+                util.expect(self, r"^rip\s+0x401000\s", out)
+                util.expect(self, r"^\$1 = 0$", out)
+                util.expect(self, r"^\$2 = <unavailable>$", out)  # before the first full dump
+                util.expect(self, r"=> 0x401000:\s+mov\s+0x2ff9\(%rip\),%rax", out)
+                util.expect(self, r"^0x404000:\s+0x00000000", out)
+                util.expect(self, r"^Hardware watchpoint 1: \*\(int\s?\*\)0x6ff000", out)
+                util.expect(self, r"\[Switching to Thread 1\.%d\]" % t.thread_b, out)
+                self.assertEqual(positions(out), [t.first_b_stack_write + 1])
+                util.expect(self, r"Thread 1\.%d " % t.thread_a, out)
+                util.expect(self, r"Thread 1\.%d " % t.thread_b, out)
+                self.assertNotIn("set architecture", out)
+            except AssertionError:
+                server.dump()
+                raise
+        with util.Server(self.env, t) as server:
+            out = gdb(server, [
+                "monitor goto %d" % t.reverse_from, "stepi", WHEN,
+                "rwatch *(int*)0x404000", "reverse-continue", WHEN,
+                # After the first full dump r8 is known.
+                "p/x $r8", "p/x $xmm0.uint128"])
+            try:
+                util.expect(self, r"Hardware read watchpoint 1: \*\(int\s?\*\)0x404000", out)
+                self.assertEqual(positions(out), [t.reverse_from, t.read_before])
+                util.expect(self, r"^\$1 = 0x[12]00[0-9a-f]$", out)
+                util.expect(self, r"^\$2 = 0x", out)
+            except AssertionError:
+                server.dump()
+                raise
+
+    def test_dump_trace32(self):
+        # NOTE: serving i386 to gdb/lldb needs the stub's i386 target
+        # description (helper "i386"'s branch); here the trace32 side is
+        # checked through `backstep dump`.
+        out = util.run([self.env.backstep, "dump", self.t32.path, "--at", "0", "--regs"])
+        util.expect(self, r"^eip\s+0x0*401000\b", out)
+        out = util.run([self.env.backstep, "dump", self.t32.path, "--at",
+                        str(self.t32.full_dump + 1), "--regs"])
+        util.expect(self, r"^esi\s+0x", out)
+
+    def test_lldb(self):
+        with util.Server(self.env, self.t64) as server:
+            out = util.lldb(self.env, server, [
+                "register read rip", "memory read -s1 -c8 0x401000", "thread list"])
+            try:
+                util.expect(self, r"rip = 0x0*401000", out)
+                util.expect(self, r"0x00401000: 48 8b 05 f9 2f 00 00 48", out)
+                util.expect(self, r"movq\s+0x2ff9\(%rip\), %rax", out)
+                util.expect(self, r"tid = 0x01a4", out)
+            except AssertionError:
+                server.dump()
+                raise
+
+    def test_dump_shows_lasterror(self):
+        out = util.run([self.env.backstep, "dump", self.t64.path, "--at",
+                        str(self.t64.full_dump + 1), "--regs"])
+        thread = util.values(r"^position \d+ of \d+, thread (\d+)", out)
+        self.assertEqual(len(thread), 1, out)
+        # Thread A's LastError is 2 (ERROR_FILE_NOT_FOUND), B's 0.
+        want = 2 if thread[0] == self.t64.thread_a else 0
+        util.expect(self, r"^lasterror\s+0x0*%x$" % want if want else r"^lasterror\s+0x0+$", out)
+
+
+if __name__ == "__main__":
+    util.main()
