@@ -6,6 +6,7 @@
 
 namespace backstep::core {
 
+FormatInfo BapFormatInfo();
 FormatInfo RevenFormatInfo();
 FormatInfo TfileFormatInfo();
 FormatInfo UsercornFormatInfo();

@@ -7,7 +7,7 @@ namespace backstep::core {
 
 std::span<const FormatInfo> Formats() {
   static const std::vector<FormatInfo> kFormats = {RevenFormatInfo(), TfileFormatInfo(),
-                                                   UsercornFormatInfo()};
+                                                   UsercornFormatInfo(), BapFormatInfo()};
   return kFormats;
 }
 
