@@ -58,10 +58,19 @@ Expected<BapContainer> ParseBapContainer(std::span<const std::uint8_t> data,
       return Status::Unsupported(file + ": meta frame at offset 0x38 is larger than 2 GiB");
     }
     c.meta.emplace();
-    if (!c.meta->ParseFromArray(data.data() + kBapHeaderSize + 8, static_cast<int>(meta_size))) {
+    // Partial parse, then our own check of the required fields: protobuf
+    // would log the missing ones to stderr itself.
+    if (!c.meta->ParsePartialFromArray(data.data() + kBapHeaderSize + 8,
+                                       static_cast<int>(meta_size))) {
       return HeaderError(file, kBapHeaderSize + 8,
                          "the meta frame (" + std::to_string(meta_size) +
                              " bytes) is not a valid meta_frame protobuf message");
+    }
+    if (!c.meta->IsInitialized()) {
+      return HeaderError(
+          file, kBapHeaderSize + 8,
+          "the meta frame (" + std::to_string(meta_size) +
+              " bytes) misses required fields: " + c.meta->InitializationErrorString());
     }
     c.frames_start = kBapHeaderSize + 8 + meta_size;
   }
@@ -112,7 +121,7 @@ Expected<BapContainer> ParseBapContainer(std::span<const std::uint8_t> data,
 
 Expected<std::uint64_t> BapFrameAt(std::span<const std::uint8_t> data, const std::string& file,
                                    const BapContainer& container, std::uint64_t offset,
-                                   std::uint64_t index, google::protobuf::MessageLite* frame) {
+                                   std::uint64_t index, google::protobuf::Message* frame) {
   const auto where = [&] {
     return file + ": frame " + std::to_string(index) + " at offset " + HexU64(offset) + ": ";
   };
@@ -128,9 +137,14 @@ Expected<std::uint64_t> BapFrameAt(std::span<const std::uint8_t> data, const std
                               std::to_string(left - 8) + " bytes follow");
   }
   if (len > INT_MAX) return Status::Unsupported(where() + "frames of 2 GiB or more");
-  if (!frame->ParseFromArray(data.data() + offset + 8, static_cast<int>(len))) {
+  if (!frame->ParsePartialFromArray(data.data() + offset + 8, static_cast<int>(len))) {
     return Status::Corruption(where() + "its " + std::to_string(len) +
                               " bytes are not a valid frame protobuf message");
+  }
+  if (!frame->IsInitialized()) {
+    std::string missing = frame->InitializationErrorString();
+    if (missing.size() > 200) missing = missing.substr(0, 200) + "...";
+    return Status::Corruption(where() + "misses required fields: " + missing);
   }
   return offset + 8 + len;
 }

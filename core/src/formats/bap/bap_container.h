@@ -52,6 +52,6 @@ Expected<BapContainer> ParseBapContainer(std::span<const std::uint8_t> data,
 // `offset` < container.frames_end. Returns the offset of the next frame.
 Expected<std::uint64_t> BapFrameAt(std::span<const std::uint8_t> data, const std::string& file,
                                    const BapContainer& container, std::uint64_t offset,
-                                   std::uint64_t index, google::protobuf::MessageLite* frame);
+                                   std::uint64_t index, google::protobuf::Message* frame);
 
 }  // namespace backstep::core
