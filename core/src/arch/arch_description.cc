@@ -1,13 +1,15 @@
 #include <algorithm>
 #include <cassert>
+#include <string>
 #include <utility>
 
 #include "backstep/core/arch.h"
 
 namespace backstep::core {
 
-ArchDescription::ArchDescription(std::string_view name, std::vector<RegisterInfo> registers)
-    : name_(name), registers_(std::move(registers)) {
+ArchDescription::ArchDescription(std::string_view name, std::vector<RegisterInfo> registers,
+                                 ArchNaming naming)
+    : name_(name), naming_(naming), registers_(std::move(registers)) {
   assert(registers_.size() < kNoRegister);
   std::uint32_t offset = 0;
   for (std::size_t i = 0; i < registers_.size(); ++i) {
@@ -38,6 +40,31 @@ ArchDescription::ArchDescription(std::string_view name, std::vector<RegisterInfo
     }
   }
   storage_size_ = offset;
+  // The x87 stack is used only when it is complete: eight derived st(i) and
+  // eight stored fpr(j) at consecutive ids, and fstat.
+  const auto st0 = Find("st0"), fpr0 = Find("fpr0"), fstat = Find("fstat");
+  if (st0 && fpr0 && fstat && *st0 + 8u <= registers_.size() && *fpr0 + 8u <= registers_.size()) {
+    bool complete = !registers_[*fstat].derived;
+    for (int i = 0; i < 8; ++i) {
+      const RegisterInfo& st = registers_[*st0 + i];
+      const RegisterInfo& fpr = registers_[*fpr0 + i];
+      complete = complete && st.derived && st.name == "st" + std::to_string(i) && !fpr.derived &&
+                 fpr.name == "fpr" + std::to_string(i) && st.size == fpr.size;
+    }
+    if (complete) x87_ = X87Stack{*st0, *fpr0, *fstat};
+  }
+}
+
+std::uint16_t ArchDescription::pointer_size() const {
+  return pc_ == kNoRegister ? 0 : registers_[pc_].size;
+}
+
+std::uint32_t DefaultGdbFeatures(const ArchDescription& arch) {
+  if (&arch == &X86_64()) return kDefaultX86_64Features;
+  if (&arch == &I386()) return kDefaultI386Features;
+  std::uint32_t features = 0;
+  for (const RegisterInfo& r : arch.registers()) features |= r.feature;
+  return features;
 }
 
 std::optional<RegisterId> ArchDescription::Find(std::string_view name) const {

@@ -4,8 +4,6 @@
 #include <cassert>
 #include <cstring>
 
-#include "arch/x86_64_ids.h"
-
 namespace backstep::core {
 
 RegisterFile::RegisterFile(const ArchDescription& arch)
@@ -96,12 +94,12 @@ bool RegisterFile::Read(RegisterId id, std::span<std::uint8_t> out) const {
     return known(id);
   }
   std::fill(out.begin(), out.begin() + r.size, 0);
-  // The only derived registers are x86-64's st0..st7.
-  namespace ids = x86_64_ids;
-  if (arch_ != &X86_64() || id < ids::kSt0 || id >= ids::kSt0 + 8) return false;
-  if (!known(ids::kFstat)) return false;
-  const unsigned top = (u64(ids::kFstat) >> 11) & 7;
-  const auto fpr = static_cast<RegisterId>(ids::kFpr0 + ((top + (id - ids::kSt0)) & 7));
+  // The only derived registers are the x87 stack's st0..st7.
+  const X87Stack& x87 = arch_->x87();
+  if (x87.st0 == kNoRegister || id < x87.st0 || id >= x87.st0 + 8) return false;
+  if (!known(x87.fstat)) return false;
+  const unsigned top = (u64(x87.fstat) >> 11) & 7;
+  const auto fpr = static_cast<RegisterId>(x87.fpr0 + ((top + (id - x87.st0)) & 7));
   if (!known(fpr)) return false;
   std::memcpy(out.data(), storage_.data() + arch_->info(fpr).storage_offset, r.size);
   return true;

@@ -1,6 +1,7 @@
 // gdb target descriptions generated from the register table.
 //
-// The documents mirror gdb's features/i386/64bit-*.xml: same feature names,
+// The documents mirror gdb's features/i386/64bit-*.xml (32bit-*.xml for
+// i386; the prefix comes from ArchNaming): same feature names,
 // same file names, same type definitions, with a regnum attribute on every
 // register so the layout cannot drift from GdbLayout(). target.xml holds only
 // xi:include lines because LLDB reads all inline <feature>s before any
@@ -16,7 +17,7 @@ namespace {
 struct FeatureDoc {
   std::uint32_t bit;
   const char* name;   // <feature name=...>
-  const char* file;   // annex
+  const char* file;   // annex, after ArchNaming::tdesc_file_prefix
   const char* types;  // type definitions the feature's registers use
 };
 
@@ -87,13 +88,13 @@ constexpr char kAvx512Types[] =
 
 // In gdb's amd64 order.
 constexpr FeatureDoc kFeatures[] = {
-    {kFeatureCore, "org.gnu.gdb.i386.core", "64bit-core.xml", kEflagsType},
-    {kFeatureSse, "org.gnu.gdb.i386.sse", "64bit-sse.xml", kSseTypes},
-    {kFeatureLinux, "org.gnu.gdb.i386.linux", "64bit-linux.xml", ""},
-    {kFeatureSegments, "org.gnu.gdb.i386.segments", "64bit-segments.xml", ""},
-    {kFeatureAvx, "org.gnu.gdb.i386.avx", "64bit-avx.xml", ""},
-    {kFeatureAvx512, "org.gnu.gdb.i386.avx512", "64bit-avx512.xml", kAvx512Types},
-    {kFeaturePkeys, "org.gnu.gdb.i386.pkeys", "64bit-pkeys.xml", ""},
+    {kFeatureCore, "org.gnu.gdb.i386.core", "core.xml", kEflagsType},
+    {kFeatureSse, "org.gnu.gdb.i386.sse", "sse.xml", kSseTypes},
+    {kFeatureLinux, "org.gnu.gdb.i386.linux", "linux.xml", ""},
+    {kFeatureSegments, "org.gnu.gdb.i386.segments", "segments.xml", ""},
+    {kFeatureAvx, "org.gnu.gdb.i386.avx", "avx.xml", ""},
+    {kFeatureAvx512, "org.gnu.gdb.i386.avx512", "avx512.xml", kAvx512Types},
+    {kFeaturePkeys, "org.gnu.gdb.i386.pkeys", "pkeys.xml", ""},
 };
 
 std::string FeatureXml(const FeatureDoc& doc, const std::vector<GdbSlot>& layout,
@@ -129,8 +130,9 @@ std::vector<std::pair<std::string, std::string>> ArchDescription::TargetXml(
   docs.emplace_back("target.xml", "");
   for (const FeatureDoc& doc : kFeatures) {
     if ((features & doc.bit) == 0) continue;
-    target += "<xi:include href=\"" + std::string(doc.file) + "\"/>\n";
-    docs.emplace_back(doc.file, FeatureXml(doc, layout, *this));
+    const std::string annex = std::string(naming_.tdesc_file_prefix) + doc.file;
+    target += "<xi:include href=\"" + annex + "\"/>\n";
+    docs.emplace_back(annex, FeatureXml(doc, layout, *this));
   }
   target += "</target>\n";
   docs[0].second = std::move(target);

@@ -3,7 +3,7 @@
 //
 // Storage is one contiguous byte array laid out by the ArchDescription
 // (RegisterInfo::storage_offset), values little-endian, plus a bitmap of
-// known registers. Derived registers (x86-64 st0..st7) have no storage: read
+// known registers. Derived registers (x87 st0..st7) have no storage: read
 // them with Read().
 //
 // Thread-safety: a value type; not synchronized.
@@ -50,7 +50,7 @@ class RegisterFile {
   void Apply(const RegisterWrite& write);
 
   // Fills `out` (info(id).size bytes) for any register, derived or not;
-  // returns whether the value is known. x86-64 st(i) = fpr[(TOP + i) & 7].
+  // returns whether the value is known. x87 st(i) = fpr[(TOP + i) & 7].
   bool Read(RegisterId id, std::span<std::uint8_t> out) const;
 
   // Raw storage and known bitmap, for keyframes. The sizes are fixed by the
