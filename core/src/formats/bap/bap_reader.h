@@ -2,7 +2,7 @@
 // container, core/doc/formats/bap.md for the mapping and its reasons).
 //
 // Open() parses the container (bap_container.h), resolves the architecture
-// (x86-64 today; other frame_architecture values are Unsupported "not
+// (x86-64 and i386; other frame_architecture values are Unsupported "not
 // supported yet: ARCH") and scans the first kBapLookahead frames, reading
 // only each std_frame's address and thread, for each thread's first pc.
 //

@@ -156,6 +156,32 @@ TEST(BapReaderTest, OtherArchitecturesAreNotSupportedYet) {
   }
 }
 
+TEST(BapReaderTest, I386LegacyAndPluginNames) {
+  // A 32-bit trace (machine 1, and 0 = unspecified): legacy upper-case and
+  // TCG plugin names map to the i386 table; values are 4 bytes.
+  std::vector<testing::bp::frame> frames;
+  frames.push_back(
+      testing::BapStd(0, 0x8048000, std::string("\x01\xd8", 2),
+                      {testing::BapReg("EAX", 2, 4), testing::BapReg("ebx", 3, 4, false)},
+                      {testing::BapReg("EAX", 5, 4), testing::BapReg("EFLAGS", 0x206, 4),
+                       testing::BapMem(0xbffff000, std::string("\x05\x00\x00\x00", 4), true)}));
+  frames.push_back(
+      testing::BapStd(0, 0x8048002, "\x90", {testing::BapReg("esp", 0xbffff000, 4, false)}));
+  for (std::uint64_t machine : {1, 0, 3}) {
+    testing::BapFileSpec spec;
+    spec.machine = machine;
+    auto r = OpenBytes(testing::HandBapFile(frames, spec));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ((*r)->header().arch, &I386());
+    EXPECT_EQ((*r)->InitialRegisters().at(0).second.u64(I386().pc()), 0x8048000u);
+    EXPECT_EQ(ReadAll(**r),
+              (std::vector<std::string>{
+                  "instruction t1 R0x8048000=01d8 eax=0x2 ebx=0x3 eax=0x5 eflags=0x206 "
+                  "eip=0x8048002 W0xbffff000=05000000",
+                  "instruction t1 R0x8048002=90 esp=0xbffff000"}));
+  }
+}
+
 TEST(BapReaderTest, KeyFrameOfTwoThreadsIsRefused) {
   std::vector<testing::bp::frame> frames = testing::SmallBapFrames();
   auto* lists = frames[7].mutable_key_frame()->mutable_tagged_value_lists();

@@ -105,11 +105,17 @@ const BapArch& BapX86_64() {
   return kArch;
 }
 
+const BapArch& BapI386() {
+  static const BapArch kArch(I386(), kBapArchI386, kBapMachI386, "i386");
+  return kArch;
+}
+
 Expected<const BapArch*> FindBapArch(std::uint64_t bap_arch, std::uint64_t bap_machine) {
   if (bap_arch == kBapArchI386) {
     if (bap_machine == kBapMachX86_64 || bap_machine == kBapMachX86_64Intel) return &BapX86_64();
+    // Machine 0 (unspecified) is BAP's default for i386: 32-bit.
     if (bap_machine == kBapMachI386 || bap_machine == kBapMachI386Intel || bap_machine == 0) {
-      return Status::Unsupported("not supported yet: i386 (32-bit x86)");
+      return &BapI386();
     }
     return Status::Unsupported("not supported yet: i386 machine " + std::to_string(bap_machine) +
                                (bap_machine == kBapMachI8086 ? " (i8086)" : ""));
@@ -120,6 +126,7 @@ Expected<const BapArch*> FindBapArch(std::uint64_t bap_arch, std::uint64_t bap_m
 
 const BapArch* BapArchFor(const ArchDescription& arch) {
   if (&arch == &X86_64()) return &BapX86_64();
+  if (&arch == &I386()) return &BapI386();
   return nullptr;
 }
 

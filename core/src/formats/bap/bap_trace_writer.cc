@@ -75,7 +75,8 @@ Status BapTraceWriter::Begin(
     const InitialMemoryFn& initial_memory) {
   arch_ = header.arch ? BapArchFor(*header.arch) : nullptr;
   if (!arch_) {
-    return Status::Unsupported(path_ + ": backstep writes BAP frames for x86-64 only, not " +
+    return Status::Unsupported(path_ +
+                               ": backstep writes BAP frames for x86-64 and i386 only, not " +
                                std::string(header.arch ? header.arch->name() : "?"));
   }
   if (header.address_kind != AddressKind::kVirtual) {

@@ -3,7 +3,8 @@
 //
 // What a converted trace holds (core/doc/formats/bap.md, "Writing"):
 //   * Version 3, frame_architecture i386 with machine x86_64 (64) for the
-//     x86-64 table; a meta frame naming backstep as the tracer.
+//     x86-64 table, machine i386 (1) for the i386 table; a meta frame
+//     naming backstep as the tracer.
 //   * The initial state, only where it holds more than each thread's pc:
 //     one key_frame per thread with its known registers, the first also
 //     with the known bytes of the header's regions (at most
@@ -20,7 +21,7 @@
 //     "exception N"), key_frame without values (markers). With effects: a
 //     key_frame of the registers and memory they set (the kind is then not
 //     kept; reads are dropped).
-// Unsupported: other architectures, physical-memory traces, events that
+// Unsupported: architectures other than x86-64 and i386, physical-memory traces, events that
 // clear state, thread 0; registers BAP cannot name (st0..st7 are derived)
 // and results of operations on unknown registers are dropped.
 //
