@@ -11,6 +11,10 @@
 #include <string_view>
 #include <vector>
 
+#include "formats/bap/bap_trace_writer.h"
+#include "testing/bap_fixtures.h"
+#include "testing/fake_trace.h"
+#include "testing/fake_trace_generator.h"
 #include "testing/reven_fixtures.h"
 #include "testing/tfile_fixtures.h"
 #include "testing/usercorn_fixtures.h"
@@ -148,6 +152,34 @@ bool SeedTfile(const fs::path& dir) {
   return true;
 }
 
+// bap_fuzzer: small valid .frames files (every frame kind, both producer
+// styles; versions 1 and 3; unfinished; i386) and our writer's output of a
+// generated 3-thread trace.
+bool SeedBap(const fs::path& dir) {
+  namespace t = backstep::core::testing;
+  t::BapFileSpec v1, unfinished, i386;
+  v1.version = 1;
+  unfinished.finished = false;
+  i386.machine = 1;
+  std::vector<t::bp::frame> i386_frames = {
+      t::BapStd(0, 0x8048000, "\x90", {t::BapReg("EAX", 2, 4)}, {t::BapReg("EAX", 3, 4)}),
+      t::BapStd(1, 0x8048001, "\x90", {t::BapMem(0x9000, "abcd")})};
+  t::FakeTraceOptions o;
+  o.events = 300;
+  o.threads = 3;
+  o.records_reads = true;
+  o.full_image = false;
+  o.full_registers = false;
+  auto source = t::OpenFakeTrace(t::FakeTraceSource(t::GenerateFakeTrace(o)));
+  auto writer = backstep::core::BapTraceWriter::InMemory();
+  if (!source.ok() || !backstep::core::ConvertTrace(**source, *writer, "seed").ok()) return false;
+  return WriteBytes(dir, "small.frames", t::SmallBapTrace()) &&
+         WriteBytes(dir, "small_v1.frames", t::SmallBapTrace(v1)) &&
+         WriteBytes(dir, "unfinished.frames", t::SmallBapTrace(unfinished)) &&
+         WriteBytes(dir, "i386.frames", t::HandBapFile(i386_frames, i386)) &&
+         WriteBytes(dir, "generated.frames", writer->bytes());
+}
+
 struct Seeder {
   std::string_view fuzzer;
   bool (*write)(const fs::path& dir);
@@ -158,6 +190,7 @@ constexpr Seeder kSeeders[] = {
     {"reven_fuzzer", SeedReven},
     {"usercorn_fuzzer", SeedUsercorn},
     {"tfile_fuzzer", SeedTfile},
+    {"bap_fuzzer", SeedBap},
 };
 
 }  // namespace
