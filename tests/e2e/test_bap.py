@@ -98,6 +98,33 @@ class BapInfo(unittest.TestCase):
         util.expect(self, r"^first pcs: +1: 0x401000, 2: 0x402000$", out)
 
 
+class BapProtoc(unittest.TestCase):
+    def test_protoc_decodes_our_frames(self):
+        """protoc (independent of our reader) decodes the writer's first
+        frame as formats.md says it must be: thread 1's load of counter."""
+        import struct
+        import subprocess
+        env = util.Env.from_argv()
+        trace = bap_trace(env)
+        with open(trace.path, "rb") as f:
+            data = f.read()
+        magic, version, arch, machine = struct.unpack_from("<QQQQ", data, 0)
+        self.assertEqual((magic, version, arch, machine), (0x677c28828aaf6025, 3, 9, 64))
+        meta_size = struct.unpack_from("<Q", data, 48)[0]
+        at = 56 + meta_size
+        size = struct.unpack_from("<Q", data, at)[0]
+        proto = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "core",
+                             "src", "formats", "bap")
+        out = subprocess.run(["protoc", "--decode=backstep.core.bap_proto.frame",
+                              "-I", proto, "bap_frames.proto"], input=data[at + 8:at + 8 + size],
+                             stdout=subprocess.PIPE, timeout=60, check=True).stdout.decode()
+        util.expect(self, r"^  address: 4198400$", out)          # 0x401000
+        util.expect(self, r"^  thread_id: 0$", out)
+        util.expect(self, r"^          address: 4210688$", out)  # mem operand 0x404000
+        util.expect(self, r'^      value: "\\n\\000\\000', out)  # 10, little-endian
+        util.expect(self, r'^          name: "rax"$', out)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--make-bap", required=True)
