@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <ctime>
 
 #include "formats/bap/bap_format.h"
 #include "util/hex.h"
