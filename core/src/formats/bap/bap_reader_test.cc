@@ -3,6 +3,7 @@
 // instruction, the header, TOC and meta frame, Tell/Seek, unfinished files.
 #include <gtest/gtest.h>
 
+#include "backstep/core/format_registry.h"
 #include "formats/bap/bap_test_util.h"
 #include "testing/bap_fixtures.h"
 
@@ -43,6 +44,18 @@ TEST(BapReaderTest, SmallTraceEvents) {
   auto r = OpenBytes(testing::SmallBapTrace());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(ReadAll(**r), kSmallEvents);
+}
+
+TEST(BapReaderTest, TheRegistrySniffsAndWritesBap) {
+  const FormatInfo* bap = FindFormat("bap");
+  ASSERT_NE(bap, nullptr);
+  EXPECT_TRUE(bap->create_writer != nullptr);
+  auto r = OpenTraceSource(MemorySource(testing::SmallBapTrace(), "s.frames"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)->header().format, "bap");
+  std::vector<std::uint8_t> other = testing::SmallBapTrace();
+  other[7] ^= 0x10;  // not BAP's magic: nobody's
+  EXPECT_TRUE(OpenTraceSource(MemorySource(other, "o.frames")).status().IsUnsupported());
 }
 
 TEST(BapReaderTest, HeaderAndInitialState) {
