@@ -167,6 +167,16 @@ bool SeedX64dbg(const fs::path& dir) {
   return true;
 }
 
+// bap_fuzzer: small valid .frames files (every frame kind, both producer
+// styles; versions 1 and 3; unfinished; i386) and our writer's output of a
+// generated 3-thread trace.
+bool SeedBap(const fs::path& dir) {
+  for (const auto& [name, bytes] : backstep::core::testing::BapSeedFiles()) {
+    if (!WriteBytes(dir, name, bytes)) return false;
+  }
+  return true;
+}
+
 struct Seeder {
   std::string_view fuzzer;
   bool (*write)(const fs::path& dir);
@@ -178,6 +188,7 @@ constexpr Seeder kSeeders[] = {
     {"usercorn_fuzzer", SeedUsercorn},
     {"tfile_fuzzer", SeedTfile},
     {"x64dbg_fuzzer", SeedX64dbg},
+    {"bap_fuzzer", SeedBap},
 };
 
 }  // namespace

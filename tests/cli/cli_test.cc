@@ -378,5 +378,14 @@ TEST_F(CliTest, ConvertRoundTripKeepsTheState) {
   EXPECT_EQ(Backstep("convert " + trace_ + " -o " + out + " --to nonsense").code, 2);
 }
 
+TEST_F(CliTest, ConvertToBapRefusesPhysicalMemoryInOneLine) {
+  std::string out = (dir_ / "converted.frames").string();
+  CliRun c = Backstep("convert " + trace_ + " -o " + out + " --to bap");
+  EXPECT_EQ(c.code, 1);
+  EXPECT_NE(c.err.find("BAP frames hold virtual memory"), std::string::npos) << c.err;
+  EXPECT_EQ(std::count(c.err.begin(), c.err.end(), '\n'), 1) << c.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
 }  // namespace
 }  // namespace backstep::core

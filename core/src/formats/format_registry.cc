@@ -1,5 +1,7 @@
 #include "backstep/core/format_registry.h"
 
+#include "formats/bap/bap_reader.h"
+#include "formats/bap/bap_trace_writer.h"
 #include "formats/format_entry.h"
 #include "formats/reven/reven_reader.h"
 #include "formats/reven/reven_trace_writer.h"
@@ -21,6 +23,7 @@ std::span<const FormatInfo> Formats() {
       FormatEntry<TfileReader, TfileTraceWriter>(),
       FormatEntry<UsercornReader, UsercornTraceWriter>(),
       FormatEntry<X64dbgReader, X64dbgTraceWriter>(),
+      FormatEntry<BapReader, BapTraceWriter>(),
   };
   return kFormats;
 }

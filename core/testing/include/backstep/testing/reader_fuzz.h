@@ -22,9 +22,13 @@ int FuzzRevenReader(const std::uint8_t* data, std::size_t size);
 int FuzzTfileReader(const std::uint8_t* data, std::size_t size);
 int FuzzUsercornReader(const std::uint8_t* data, std::size_t size);
 int FuzzX64dbgReader(const std::uint8_t* data, std::size_t size);
+int FuzzBapReader(const std::uint8_t* data, std::size_t size);
 
 // Small valid UCIR files (file name, bytes) from our writer: every op, both
 // chunk types, straddling chunks, a generated program's trace.
 std::vector<std::pair<std::string, std::vector<std::uint8_t>>> UsercornSeedFiles();
+// The same for BAP frames: every frame kind, both producer styles, versions
+// 1 and 3, an unfinished file, i386, and a generated 3-thread trace.
+std::vector<std::pair<std::string, std::vector<std::uint8_t>>> BapSeedFiles();
 
 }  // namespace backstep::core::testing

@@ -1,0 +1,262 @@
+#include "formats/bap/bap_trace_writer.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "formats/bap/bap_format.h"
+
+namespace backstep::core {
+namespace {
+
+constexpr std::size_t kImagePiece = std::size_t{1} << 16;
+
+// N of a description "PREFIX N..." (our reader's syscall/exception text).
+std::uint64_t NumberAfter(std::string_view text, std::string_view prefix) {
+  if (text.substr(0, prefix.size()) != prefix) return 0;
+  std::uint64_t n = 0;
+  const std::string_view rest = text.substr(prefix.size());
+  std::from_chars(rest.data(), rest.data() + rest.size(), n);
+  return n;
+}
+
+void Bits(bap_proto::operand_usage* usage, bool written) {
+  usage->set_read(!written);
+  usage->set_written(written);
+  usage->set_index(false);
+  usage->set_base(false);
+}
+
+}  // namespace
+
+std::unique_ptr<BapTraceWriter> BapTraceWriter::InMemory(BapWriterOptions options) {
+  auto w = std::make_unique<BapTraceWriter>("<memory>", options);
+  w->in_memory_ = true;
+  return w;
+}
+
+Status BapTraceWriter::CheckThread(ThreadId thread, const std::string& where) const {
+  if (thread.value == 0) {
+    return Status::Unsupported(where + ": thread 0 has no BAP thread id (id = thread - 1)");
+  }
+  return Status::Ok();
+}
+
+RegisterFile& BapTraceWriter::State(ThreadId thread) {
+  auto it = state_.find(thread);
+  if (it == state_.end()) it = state_.emplace(thread, RegisterFile(arch_->arch())).first;
+  return it->second;
+}
+
+void BapTraceWriter::AddRegister(bap_proto::operand_value_list* list, RegisterId id,
+                                 const RegisterFile& regs, bool written) {
+  bap_proto::operand_info* op = list->add_elem();
+  op->mutable_operand_info_specific()->mutable_reg_operand()->set_name(
+      std::string(arch_->WriteName(id)));
+  const auto bytes = regs.bytes(id);
+  op->set_bit_length(static_cast<std::int32_t>(8 * bytes.size()));
+  Bits(op->mutable_operand_usage(), written);
+  op->mutable_taint_info()->set_no_taint(true);
+  op->set_value(std::string(bytes.begin(), bytes.end()));
+}
+
+void BapTraceWriter::AddMemory(bap_proto::operand_value_list* list, const MemoryAccess& m,
+                               bool written) {
+  bap_proto::operand_info* op = list->add_elem();
+  op->mutable_operand_info_specific()->mutable_mem_operand()->set_address(m.address);
+  op->set_bit_length(static_cast<std::int32_t>(8 * m.data.size()));
+  Bits(op->mutable_operand_usage(), written);
+  op->mutable_taint_info()->set_no_taint(true);
+  op->set_value(std::string(m.data.begin(), m.data.end()));
+}
+
+Status BapTraceWriter::Begin(
+    const TraceHeader& header,
+    const std::vector<std::pair<ThreadId, RegisterFile>>& initial_registers,
+    const InitialMemoryFn& initial_memory) {
+  arch_ = header.arch ? BapArchFor(*header.arch) : nullptr;
+  if (!arch_) {
+    return Status::Unsupported(path_ +
+                               ": backstep writes BAP frames for x86-64 and i386 only, not " +
+                               std::string(header.arch ? header.arch->name() : "?"));
+  }
+  if (header.address_kind != AddressKind::kVirtual) {
+    return Status::Unsupported(path_ +
+                               ": BAP frames hold virtual memory; converting a physical-memory "
+                               "trace is not supported");
+  }
+  for (const auto& [thread, regs] : initial_registers) {
+    BACKSTEP_RETURN_IF_ERROR(CheckThread(thread, path_));
+    State(thread) = regs;
+  }
+  // The initial image: known bytes of the header's regions, in runs.
+  std::vector<std::vector<std::uint8_t>> runs;
+  std::vector<MemoryAccess> memory;
+  std::uint64_t image_bytes = 0;
+  if (initial_memory) {
+    std::vector<std::uint8_t> piece(kImagePiece), known(kImagePiece);
+    for (const MemoryRegion& r : header.regions) {
+      for (std::uint64_t at = 0; at < r.size; at += kImagePiece) {
+        const std::size_t n =
+            static_cast<std::size_t>(std::min<std::uint64_t>(kImagePiece, r.size - at));
+        initial_memory(r.start + at, {piece.data(), n}, {known.data(), n});
+        for (std::size_t i = 0; i < n;) {
+          if (!known[i]) {
+            ++i;
+            continue;
+          }
+          std::size_t j = i;
+          while (j < n && known[j]) ++j;
+          image_bytes += j - i;
+          if (image_bytes > kMaxInitialBytes) {
+            return Status::Unsupported(path_ + ": the initial memory image holds more than " +
+                                       std::to_string(kMaxInitialBytes >> 20) +
+                                       " MiB of known bytes; a BAP key frame of that size is "
+                                       "not supported");
+          }
+          runs.emplace_back(piece.begin() + i, piece.begin() + j);
+          memory.push_back({r.start + at + i, {}});
+          i = j;
+        }
+      }
+    }
+    for (std::size_t i = 0; i < runs.size(); ++i) memory[i].data = runs[i];
+  }
+  if (in_memory_) {
+    writer_ = BapWriter::CreateMemory(options_);
+  } else {
+    BACKSTEP_ASSIGN_OR_RETURN(writer_, BapWriter::CreateFile(path_, options_));
+  }
+  bap_proto::meta_frame meta;
+  meta.mutable_tracer()->set_name("backstep");
+  meta.mutable_tracer()->add_args("convert");
+  meta.mutable_tracer()->add_args("--from=" + header.format);
+  meta.mutable_tracer()->set_version("1");
+  meta.mutable_target()->set_path("");
+  meta.mutable_target()->set_md5sum("");
+  meta.mutable_fstats()->set_size(0);
+  meta.mutable_fstats()->set_atime(0);
+  meta.mutable_fstats()->set_mtime(0);
+  meta.mutable_fstats()->set_ctime(0);
+  meta.set_user("");
+  meta.set_host("");
+  meta.set_time(0);
+  BACKSTEP_RETURN_IF_ERROR(writer_->Begin(arch_->bap_arch(), arch_->bap_machine(), meta));
+  // Key frames for initial state beyond the pc (which std_frames carry).
+  bool first = true;
+  for (const auto& [thread, regs] : initial_registers) {
+    std::vector<RegisterId> ids;
+    for (RegisterId id = 0; id < arch_->arch().register_count(); ++id) {
+      if (id != arch_->arch().pc() && !arch_->WriteName(id).empty() && regs.known(id)) {
+        ids.push_back(id);
+      }
+    }
+    if (ids.empty() && (!first || memory.empty())) continue;
+    BACKSTEP_RETURN_IF_ERROR(AppendKeyFrame(
+        thread, ids, regs,
+        first ? std::span<const MemoryAccess>(memory) : std::span<const MemoryAccess>()));
+    first = false;
+  }
+  if (first && !memory.empty()) {
+    return Status::Unsupported(path_ + ": an initial memory image without a thread");
+  }
+  return Status::Ok();
+}
+
+Status BapTraceWriter::AppendKeyFrame(ThreadId thread, const std::vector<RegisterId>& registers,
+                                      const RegisterFile& regs,
+                                      std::span<const MemoryAccess> memory) {
+  frame_.Clear();
+  bap_proto::tagged_value_list* list =
+      frame_.mutable_key_frame()->mutable_tagged_value_lists()->add_elem();
+  list->mutable_value_source_tag()->set_thread_id(thread.value - 1);
+  bap_proto::value_list* values = list->mutable_value_list();
+  for (RegisterId id : registers) {
+    bap_proto::value_info* v = values->add_elem();
+    v->mutable_operand_info_specific()->mutable_reg_operand()->set_name(
+        std::string(arch_->WriteName(id)));
+    const auto bytes = regs.bytes(id);
+    v->set_bit_length(static_cast<std::int32_t>(8 * bytes.size()));
+    v->set_value(std::string(bytes.begin(), bytes.end()));
+  }
+  for (const MemoryAccess& m : memory) {
+    bap_proto::value_info* v = values->add_elem();
+    v->mutable_operand_info_specific()->mutable_mem_operand()->set_address(m.address);
+    v->set_bit_length(static_cast<std::int32_t>(8 * m.data.size()));
+    v->set_value(std::string(m.data.begin(), m.data.end()));
+  }
+  return writer_->AppendFrame(frame_);
+}
+
+Status BapTraceWriter::Append(const Event& event) {
+  if (!writer_) return Status::InvalidArgument(path_ + ": Append() before Begin()");
+  const std::string where = path_ + ": event " + std::to_string(events_++);
+  BACKSTEP_RETURN_IF_ERROR(CheckThread(event.thread, where));
+  if (event.flags != 0) {
+    return Status::Unsupported(where + ": BAP frames cannot express an event that clears state");
+  }
+  RegisterFile& regs = State(event.thread);
+  const RegisterFile before = regs;
+  const RegisterId pc = arch_->arch().pc();
+  std::vector<RegisterId> touched;
+  for (const RegisterWrite& w : event.registers) {
+    regs.Apply(w);
+    if (w.reg != pc && !arch_->WriteName(w.reg).empty() &&
+        std::find(touched.begin(), touched.end(), w.reg) == touched.end()) {
+      touched.push_back(w.reg);
+    }
+  }
+  std::erase_if(touched, [&](RegisterId id) { return !regs.known(id); });
+  const std::uint64_t thread_id = event.thread.value - 1;
+  const Address address = before.known(pc) ? before.u64(pc) : 0;
+  if (event.kind != EventKind::kInstruction) {
+    if (!touched.empty() || !event.writes.empty()) {
+      return AppendKeyFrame(event.thread, touched, regs, event.writes);
+    }
+    frame_.Clear();
+    if (event.kind == EventKind::kSyscall) {
+      bap_proto::syscall_frame* f = frame_.mutable_syscall_frame();
+      f->set_address(address);
+      f->set_thread_id(thread_id);
+      f->set_number(NumberAfter(event.description, "syscall "));
+      f->mutable_argument_list();
+      return writer_->AppendFrame(frame_);
+    }
+    if (event.kind == EventKind::kException || event.kind == EventKind::kInterrupt) {
+      bap_proto::exception_frame* f = frame_.mutable_exception_frame();
+      f->set_exception_number(NumberAfter(event.description, "exception "));
+      f->set_thread_id(thread_id);
+      if (before.known(pc)) f->set_from_addr(address);
+      return writer_->AppendFrame(frame_);
+    }
+    return AppendKeyFrame(event.thread, {}, regs, {});
+  }
+  frame_.Clear();
+  bap_proto::std_frame* f = frame_.mutable_std_frame();
+  f->set_address(address);
+  f->set_thread_id(thread_id);
+  f->set_rawbytes("");
+  bap_proto::operand_value_list* pre = f->mutable_operand_pre_list();
+  bap_proto::operand_value_list* post = f->mutable_operand_post_list();
+  bool raw = false;
+  for (const MemoryAccess& r : event.reads) {
+    if (!raw && before.known(pc) && r.address == address && !r.data.empty()) {
+      f->set_rawbytes(std::string(r.data.begin(), r.data.end()));
+      raw = true;
+      continue;
+    }
+    AddMemory(pre, r, false);
+  }
+  for (RegisterId id : touched) {
+    const bool same = before.known(id) && std::ranges::equal(before.bytes(id), regs.bytes(id));
+    AddRegister(same ? pre : post, id, regs, !same);
+  }
+  for (const MemoryAccess& w : event.writes) AddMemory(post, w, true);
+  return writer_->AppendFrame(frame_);
+}
+
+Status BapTraceWriter::Finish() {
+  if (!writer_) return Status::InvalidArgument(path_ + ": Finish() before Begin()");
+  return writer_->Finish();
+}
+
+}  // namespace backstep::core

@@ -1,0 +1,80 @@
+// BapTraceWriter: the generic TraceWriter for BAP frames (`backstep convert
+// --to bap`), on top of BapWriter.
+//
+// What a converted trace holds (core/doc/formats/bap.md, "Writing"):
+//   * Version 3, frame_architecture i386 with machine x86_64 (64) for the
+//     x86-64 table, machine i386 (1) for the i386 table; a meta frame
+//     naming backstep as the tracer.
+//   * The initial state, only where it holds more than each thread's pc:
+//     one key_frame per thread with its known registers, the first also
+//     with the known bytes of the header's regions (at most
+//     kMaxInitialBytes). These add events at the start.
+//   * Instructions: one std_frame (address = the thread's pc before it,
+//     thread_id = ThreadId - 1). rawbytes = the event's read at the pc, if
+//     any; other reads become pre-list memory operands, writes post-list
+//     ones; a register the event sets to the value it already had goes to
+//     the pre-list, any other register written to the post-list (value
+//     after; names: the TCG plugin's, bap_registers.h). The pc after is
+//     implied by the thread's next std_frame.
+//   * Other events without effects: syscall_frame (number from a "syscall
+//     N" description, else 0), exception_frame (interrupts and exceptions,
+//     "exception N"), key_frame without values (markers). With effects: a
+//     key_frame of the registers and memory they set (the kind is then not
+//     kept; reads are dropped).
+// Unsupported: architectures other than x86-64 and i386, physical-memory traces, events that
+// clear state, thread 0; registers BAP cannot name (st0..st7 are derived)
+// and results of operations on unknown registers are dropped.
+//
+// Thread-safety: one thread at a time.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "backstep/core/trace_writer.h"
+#include "formats/bap/bap_registers.h"
+#include "formats/bap/bap_writer.h"
+
+namespace backstep::core {
+
+class BapTraceWriter final : public TraceWriter {
+ public:
+  // Initial-image bytes a converted trace may carry in its key frame.
+  static constexpr std::uint64_t kMaxInitialBytes = std::uint64_t{256} << 20;
+
+  explicit BapTraceWriter(std::string path, BapWriterOptions options = {})
+      : path_(std::move(path)), options_(options) {}
+  // Writes into memory instead (tests, fuzz seeds); bytes() after Finish().
+  static std::unique_ptr<BapTraceWriter> InMemory(BapWriterOptions options = {});
+
+  Status Begin(const TraceHeader& header,
+               const std::vector<std::pair<ThreadId, RegisterFile>>& initial_registers,
+               const InitialMemoryFn& initial_memory) override;
+  Status Append(const Event& event) override;
+  Status Finish() override;
+
+  const std::vector<std::uint8_t>& bytes() const { return writer_->bytes(); }
+
+ private:
+  Status CheckThread(ThreadId thread, const std::string& where) const;
+  RegisterFile& State(ThreadId thread);
+  void AddRegister(bap_proto::operand_value_list* list, RegisterId id, const RegisterFile& regs,
+                   bool written);
+  static void AddMemory(bap_proto::operand_value_list* list, const MemoryAccess& m, bool written);
+  // A key frame of `thread` setting `registers` (their values in `regs`)
+  // and `memory`.
+  Status AppendKeyFrame(ThreadId thread, const std::vector<RegisterId>& registers,
+                        const RegisterFile& regs, std::span<const MemoryAccess> memory);
+
+  std::string path_;
+  BapWriterOptions options_;
+  bool in_memory_ = false;
+  const BapArch* arch_ = nullptr;
+  std::unique_ptr<BapWriter> writer_;
+  std::map<ThreadId, RegisterFile> state_;
+  std::uint64_t events_ = 0;
+  bap_proto::frame frame_;
+};
+
+}  // namespace backstep::core
