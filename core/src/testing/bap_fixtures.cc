@@ -2,8 +2,8 @@
 
 #include "backstep/testing/reader_fuzz.h"
 #include "formats/bap/bap_trace_writer.h"
-#include "testing/fake_trace.h"
-#include "testing/fake_trace_generator.h"
+#include "backstep/testing/fake_trace.h"
+#include "backstep/testing/fake_trace_generator.h"
 
 namespace backstep::core::testing {
 namespace {

@@ -19,4 +19,15 @@ core::Expected<core::Position> FirstPositionWithPc(const core::Trace& trace, cor
                                 " has a known pc; gdb and LLDB need one to show a stop");
 }
 
+core::Expected<core::Position> LastPositionWithPc(const core::Trace& trace, core::Cursor& cursor,
+                                                  core::Position first) {
+  const core::Position end(trace.event_count());
+  BACKSTEP_RETURN_IF_ERROR(cursor.Seek(end));
+  for (std::uint64_t n = 0; n < kMaxStartScan && cursor.position() > first; ++n) {
+    if (cursor.Pc(cursor.current_thread())) return cursor.position();
+    BACKSTEP_RETURN_IF_ERROR(cursor.StepBackward());
+  }
+  return cursor.position() > first ? end : first;
+}
+
 }  // namespace backstep::gdbstub

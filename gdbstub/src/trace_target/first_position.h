@@ -1,4 +1,5 @@
-// Where a served trace starts: the first position whose pc is known.
+// Where a served trace starts and ends: the first and the last position whose
+// pc is known.
 //
 // gdb and LLDB cannot show a stop without a pc ("PC register is not
 // available" aborts `target remote`), and several formats begin with a state
@@ -9,7 +10,9 @@
 // thread executing the next event (at the end: the last thread) is known,
 // and its history begins there (reverse execution stops there with
 // "No more reverse-execution history"; `monitor goto` refuses to go earlier
-// and says why). `tfind N` still selects any frame.
+// and says why). Symmetrically, its history ends at the last position with
+// a known pc (an x64dbg trace does not hold the registers after its last
+// instruction). `tfind N` still selects any frame.
 #pragma once
 
 #include <cstdint>
@@ -29,5 +32,12 @@ inline constexpr std::uint64_t kMaxStartScan = std::uint64_t{1} << 20;
 // Errors: NotFound when no position of the first kMaxStartScan (or of the
 // whole trace) knows its pc, naming the trace; the cursor's errors.
 core::Expected<core::Position> FirstPositionWithPc(const core::Trace& trace, core::Cursor& cursor);
+
+// The last position with a known pc, at or after `first` (which has one),
+// found by seeking `cursor` to the end and stepping back, at most
+// kMaxStartScan positions (past that, `first`'s answer stands: the end
+// itself). Leaves the cursor anywhere. Errors: the cursor's.
+core::Expected<core::Position> LastPositionWithPc(const core::Trace& trace, core::Cursor& cursor,
+                                                  core::Position first);
 
 }  // namespace backstep::gdbstub

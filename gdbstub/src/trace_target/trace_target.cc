@@ -22,16 +22,20 @@ core::Expected<std::unique_ptr<TraceTarget>> TraceTarget::Create(
     std::shared_ptr<const core::Trace> trace, TraceTargetOptions options) {
   BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<core::Cursor> cursor, trace->NewCursor());
   BACKSTEP_ASSIGN_OR_RETURN(core::Position first, FirstPositionWithPc(*trace, *cursor));
+  BACKSTEP_ASSIGN_OR_RETURN(core::Position last, LastPositionWithPc(*trace, *cursor, first));
+  BACKSTEP_RETURN_IF_ERROR(cursor->Seek(first));
   return std::unique_ptr<TraceTarget>(
-      new TraceTarget(std::move(trace), std::move(options), std::move(cursor), first));
+      new TraceTarget(std::move(trace), std::move(options), std::move(cursor), first, last));
 }
 
 TraceTarget::TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOptions options,
-                         std::unique_ptr<core::Cursor> cursor, core::Position first_position)
+                         std::unique_ptr<core::Cursor> cursor, core::Position first_position,
+                         core::Position last_position)
     : trace_(std::move(trace)),
       options_(std::move(options)),
       cursor_(std::move(cursor)),
-      first_position_(first_position) {
+      first_position_(first_position),
+      last_position_(last_position) {
   const core::ArchDescription& arch = trace_->arch();
   if (options_.features == 0) options_.features = core::DefaultGdbFeatures(arch);
   slots_ = arch.GdbLayout(options_.features);

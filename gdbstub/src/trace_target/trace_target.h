@@ -112,6 +112,8 @@ class TraceTarget final : public Target,
   // The first position whose pc is known: where the target starts and the
   // beginning of the history it serves (see backstep/gdbstub/trace_target.h).
   core::Position first_position() const { return first_position_; }
+  // The last position whose pc is known: where the served history ends.
+  core::Position last_position() const { return last_position_; }
   bool watch_only_changes() const { return options_.watch_only_changes; }
 
  private:
@@ -130,7 +132,8 @@ class TraceTarget final : public Target,
   using MonitorArgs = std::vector<std::string_view>;
 
   TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOptions options,
-              std::unique_ptr<core::Cursor> cursor, core::Position first_position);
+              std::unique_ptr<core::Cursor> cursor, core::Position first_position,
+              core::Position last_position);
 
   // The cursor reads answer from: the selected frame's, else the current one.
   core::Cursor& view() { return frame_cursor_active_ ? *frame_cursor_ : *cursor_; }
@@ -209,6 +212,7 @@ class TraceTarget final : public Target,
   TraceTargetOptions options_;
   std::unique_ptr<core::Cursor> cursor_;
   core::Position first_position_;               // history begins here for the client
+  core::Position last_position_;                // and ends here
   std::unique_ptr<core::Cursor> frame_cursor_;  // created by the first SelectFrame
   bool frame_cursor_active_ = false;
   core::Position selected_position_;  // of frame_cursor_ while active

@@ -163,6 +163,10 @@ core::Expected<std::string> TraceTarget::MonitorInfo(const MonitorArgs&) {
     out += "start:      " + std::to_string(first_position_.value) +
            " (the first position whose pc is known; history begins there)\n";
   }
+  if (last_position_.value != events) {
+    out += "end:        " + std::to_string(last_position_.value) +
+           " (the last position whose pc is known; history ends there)\n";
+  }
   out += std::string("reads:      ") +
          (header.records_reads ? "recorded (rwatch/awatch available)\n"
                                : "not recorded (rwatch/awatch are refused)\n");
@@ -206,7 +210,7 @@ core::Expected<std::string> TraceTarget::MonitorGoto(const MonitorArgs& args) {
   std::optional<std::uint64_t> target;
   std::string_view text = args[1];
   if (text == "end") {
-    target = end;
+    target = last_position_.value;  // the end of the served history
   } else if (text.ends_with('%')) {
     auto percent = ParseNumber(text.substr(0, text.size() - 1));
     if (percent && *percent <= 100) {
@@ -227,6 +231,12 @@ core::Expected<std::string> TraceTarget::MonitorGoto(const MonitorArgs& args) {
         std::to_string(first_position_.value) +
         "): gdb and LLDB cannot show a state without a pc; 'monitor goto " +
         std::to_string(first_position_.value) + "' is the earliest");
+  }
+  if (*target > last_position_.value) {
+    return core::Status::OutOfRange(
+        "position " + std::to_string(*target) + " is after the last position whose pc is known (" +
+        std::to_string(last_position_.value) +
+        "): gdb and LLDB cannot show a state without a pc; 'monitor goto end' goes there");
   }
   ArmGoto(core::Position(*target));
   return "goto " + std::to_string(*target) +

@@ -33,7 +33,7 @@ core::Expected<StopReason> TraceTarget::ResumeBackward(ResumeKind kind,
 }
 
 void TraceTarget::ArmGoto(core::Position p) {
-  armed_ = ArmedGoto{std::clamp(p, first_position_, core::Position(trace_->event_count()))};
+  armed_ = ArmedGoto{std::clamp(p, first_position_, last_position_)};
 }
 
 std::optional<core::Expected<StopReason>> TraceTarget::RunArmedMove(
@@ -74,10 +74,12 @@ core::Expected<StopReason> TraceTarget::Step(core::Direction direction,
                                                : core::PrevEventOfThread(*trace_, stepping, p);
   if (!event) return Edge(direction);
   if (!forward && *event < first_position_.value) return Edge(direction);  // no pc before it
+  if (forward && *event >= last_position_.value) return Edge(direction);    // nor after it
   core::Position land(*event);
   if (forward) {
     land =
         core::Position(core::NextEventOfThread(*trace_, stepping, *event + 1).value_or(*event + 1));
+    land = std::min(land, last_position_);
   }
 
   // A step over a watched access reports the watchpoint, as hardware does
@@ -115,6 +117,7 @@ core::Expected<StopReason> TraceTarget::Continue(core::Direction direction,
 core::StopCondition TraceTarget::Condition(const std::atomic<bool>* interrupt) const {
   core::StopCondition condition = stop_points_.Condition(options_.watch_only_changes, interrupt);
   condition.fence_low = first_position_;
+  condition.fence_high = last_position_;
   return condition;
 }
 
@@ -148,8 +151,9 @@ StopReason TraceTarget::ToStopReason(const core::StopEvent& stop) const {
     case Reason::kInterrupted:
       return Interrupted{};
     case Reason::kFence:
-      // The only fence of a continue is the start of the served history.
+      // The only fences of a continue are the ends of the served history.
       if (stop.position == first_position_) return HistoryEdge{HistoryEdge::Side::kBegin};
+      if (stop.position == last_position_) return HistoryEdge{HistoryEdge::Side::kEnd};
       break;
   }
   return DoneStep{};

@@ -12,8 +12,8 @@
 #include "formats/bap/bap_reader.h"
 #include "formats/bap/bap_trace_writer.h"
 #include "testing/cross_check.h"
-#include "testing/fake_trace.h"
-#include "testing/fake_trace_generator.h"
+#include "backstep/testing/fake_trace.h"
+#include "backstep/testing/fake_trace_generator.h"
 #include "testing/trace_oracle.h"
 
 namespace backstep::core {

@@ -13,7 +13,7 @@
 #include "backstep/core/cursor.h"
 #include "backstep/core/search.h"
 #include "backstep/core/trace.h"
-#include "testing/fake_trace.h"
+#include "backstep/testing/fake_trace.h"
 #include "testing/trace_oracle.h"
 #include "backstep/testing/x64dbg_fixtures.h"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "formats/x64dbg/x64dbg_reader.h"
-#include "testing/fake_trace.h"
+#include "backstep/testing/fake_trace.h"
 
 namespace backstep::core::testing {
 
