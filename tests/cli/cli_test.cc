@@ -15,10 +15,9 @@
 #include <vector>
 
 #include "backstep/core/format_registry.h"
-#include "backstep/testing/reven_generator.h"
-#include "gtest/gtest.h"
 #include "backstep/testing/i386_threads_trace.h"
 #include "backstep/testing/reven_generator.h"
+#include "gtest/gtest.h"
 
 namespace backstep::core {
 namespace {

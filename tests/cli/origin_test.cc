@@ -13,8 +13,8 @@
 #include <string>
 
 #include "backstep/core/format_registry.h"
-#include "gtest/gtest.h"
 #include "backstep/testing/reven_generator.h"
+#include "gtest/gtest.h"
 
 namespace backstep::core {
 namespace {

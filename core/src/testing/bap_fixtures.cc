@@ -1,9 +1,9 @@
 #include "testing/bap_fixtures.h"
 
-#include "backstep/testing/reader_fuzz.h"
-#include "formats/bap/bap_trace_writer.h"
 #include "backstep/testing/fake_trace.h"
 #include "backstep/testing/fake_trace_generator.h"
+#include "backstep/testing/reader_fuzz.h"
+#include "formats/bap/bap_trace_writer.h"
 
 namespace backstep::core::testing {
 namespace {

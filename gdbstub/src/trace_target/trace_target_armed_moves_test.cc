@@ -17,8 +17,8 @@
 
 #include <cstring>
 
-#include "trace_target/trace_target.h"
 #include "backstep/testing/fake_trace.h"
+#include "trace_target/trace_target.h"
 
 namespace backstep::gdbstub {
 namespace {

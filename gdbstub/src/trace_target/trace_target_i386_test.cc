@@ -10,8 +10,8 @@
 #include <filesystem>
 
 #include "backstep/core/arch.h"
-#include "trace_target/trace_target.h"
 #include "backstep/testing/i386_threads_trace.h"
+#include "trace_target/trace_target.h"
 
 namespace backstep::gdbstub {
 namespace {

@@ -167,9 +167,9 @@ core::Expected<std::string> TraceTarget::MonitorInfo(const MonitorArgs&) {
     out += "end:        " + std::to_string(last_position_.value) +
            " (the last position whose pc is known; history ends there)\n";
   }
-  out += std::string("reads:      ") +
-         (header.records_reads ? "recorded (rwatch/awatch available)\n"
-                               : "not recorded (rwatch/awatch are refused)\n");
+  out += std::string("reads:      ") + (header.records_reads
+                                            ? "recorded (rwatch/awatch available)\n"
+                                            : "not recorded (rwatch/awatch are refused)\n");
   const core::IndexStatus& index = trace_->index_status();
   out += "index:      " + (index.path.empty() ? std::string("in memory") : index.path) +
          (index.reused ? " (reused)" : "") + "\n";

@@ -72,9 +72,14 @@ core::Expected<StopReason> TraceTarget::Step(core::Direction direction,
   // thread without events never moves.
   std::optional<std::uint64_t> event = forward ? core::NextEventOfThread(*trace_, stepping, p)
                                                : core::PrevEventOfThread(*trace_, stepping, p);
-  if (!event) return Edge(direction);
-  if (!forward && *event < first_position_.value) return Edge(direction);  // no pc before it
-  if (forward && *event >= last_position_.value) return Edge(direction);    // nor after it
+  // At a history edge the stop names the thread that was asked to step:
+  // LLDB's step plan otherwise sees its thread without a stop and steps it
+  // again, for ever.
+  if (!event || (!forward && *event < first_position_.value) ||  // no pc before the first
+      (forward && *event >= last_position_.value)) {             // nor after the last
+    if (HasThread(stepping)) stop_thread_ = stepping;
+    return Edge(direction);
+  }
   core::Position land(*event);
   if (forward) {
     land =

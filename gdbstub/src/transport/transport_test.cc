@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "backstep/gdbstub/trace_target.h"
-#include "trace_target/trace_target_test_util.h"
 #include "testing/fake_target.h"
+#include "trace_target/trace_target_test_util.h"
 #include "transport/transport_test_util.h"
 
 namespace backstep::gdbstub {

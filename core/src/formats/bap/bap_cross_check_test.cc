@@ -9,11 +9,11 @@
 
 #include "backstep/core/cursor.h"
 #include "backstep/core/trace.h"
+#include "backstep/testing/fake_trace.h"
+#include "backstep/testing/fake_trace_generator.h"
 #include "formats/bap/bap_reader.h"
 #include "formats/bap/bap_trace_writer.h"
 #include "testing/cross_check.h"
-#include "backstep/testing/fake_trace.h"
-#include "backstep/testing/fake_trace_generator.h"
 #include "testing/trace_oracle.h"
 
 namespace backstep::core {

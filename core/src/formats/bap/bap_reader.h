@@ -41,8 +41,8 @@
 
 #include <memory>
 #include <span>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backstep/core/trace_reader.h"

@@ -9,11 +9,11 @@
 #include <map>
 
 #include "backstep/core/trace_writer.h"
+#include "backstep/testing/fake_trace.h"
+#include "backstep/testing/fake_trace_generator.h"
 #include "formats/bap/bap_test_util.h"
 #include "formats/bap/bap_trace_writer.h"
 #include "testing/bap_fixtures.h"
-#include "backstep/testing/fake_trace.h"
-#include "backstep/testing/fake_trace_generator.h"
 #include "testing/trace_oracle.h"
 
 namespace backstep::core {

@@ -14,8 +14,8 @@
 #include "backstep/core/search.h"
 #include "backstep/core/trace.h"
 #include "backstep/testing/fake_trace.h"
-#include "testing/trace_oracle.h"
 #include "backstep/testing/x64dbg_fixtures.h"
+#include "testing/trace_oracle.h"
 
 namespace backstep::core {
 namespace {

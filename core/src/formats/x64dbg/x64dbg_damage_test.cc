@@ -4,9 +4,9 @@
 // and an offset; a cut trace reads as a prefix of the whole until the error.
 #include <gtest/gtest.h>
 
+#include "backstep/testing/x64dbg_fixtures.h"
 #include "formats/x64dbg/x64dbg_reader.h"
 #include "formats/x64dbg/x64dbg_test_util.h"
-#include "backstep/testing/x64dbg_fixtures.h"
 
 namespace backstep::core {
 namespace {

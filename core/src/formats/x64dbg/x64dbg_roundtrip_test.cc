@@ -9,10 +9,10 @@
 #include <iterator>
 
 #include "backstep/core/format_registry.h"
+#include "backstep/testing/x64dbg_fixtures.h"
 #include "formats/x64dbg/x64dbg_format.h"
 #include "formats/x64dbg/x64dbg_test_util.h"
 #include "formats/x64dbg/x64dbg_trace_writer.h"
-#include "backstep/testing/x64dbg_fixtures.h"
 
 namespace backstep::core {
 namespace {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "formats/x64dbg/x64dbg_reader.h"
 #include "backstep/testing/fake_trace.h"
+#include "formats/x64dbg/x64dbg_reader.h"
 
 namespace backstep::core::testing {
 
