@@ -115,7 +115,26 @@ def dataflow_pie(workdir, backstep_bin):
     return record(workdir, backstep_bin, "dataflow_O0_pie")
 
 
-@pytest.fixture(scope="session", params=["reven", "tfile", "loop_ucir", "dataflow_static"])
+def make_partial(workdir, name, maker, file_name):
+    """A multi-thread partial-state trace with recorded reads, written by one
+    of our writers from a hand-made program (tests/tools/make_{x64dbg,bap})."""
+    path = os.path.join(workdir, file_name)
+    run([env_path(maker), path])
+    return Fixture(name, path)
+
+
+@pytest.fixture(scope="session")
+def x64dbg(workdir):
+    return make_partial(workdir, "x64dbg", "BACKSTEP_MAKE_X64DBG", "program.trace64")
+
+
+@pytest.fixture(scope="session")
+def bap(workdir):
+    return make_partial(workdir, "bap", "BACKSTEP_MAKE_BAP", "two_threads.frames")
+
+
+@pytest.fixture(scope="session",
+                params=["reven", "tfile", "loop_ucir", "dataflow_static", "x64dbg", "bap"])
 def any_trace(request):
     return request.getfixturevalue(request.param)
 

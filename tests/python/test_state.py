@@ -46,6 +46,8 @@ def test_registers_and_memory_equal_dump(any_trace, backstep_bin):
         assert c.position == p
         rsp = c.regs["rsp"]
         mem = (rsp - 32, 64) if rsp is not None and rsp >= 32 else None
+        if any_trace.name in ("x64dbg", "bap"):  # partial: the counter is what is known
+            mem = (0x404000, 16)
         header, regs, memory = dump(backstep_bin, any_trace.path, p, mem)
         assert header.startswith(f"position {p} of {len(t)}, thread {c.thread}")
         assert regs, header
@@ -53,7 +55,7 @@ def test_registers_and_memory_equal_dump(any_trace, backstep_bin):
             raw = c.regs.bytes(name)
             mine = "<unknown>" if raw is None else "0x" + raw[::-1].hex()
             assert mine == text, f"{any_trace} position {p} register {name}"
-        assert c.pc == c.regs["rip"]
+        assert c.pc == c.regs["rip"]  # None where unknown (partial traces)
         if mem:
             data, mask = c.read_known(*mem)
             assert [b if k else None for b, k in zip(data, mask)] == memory
