@@ -147,6 +147,23 @@ class X64dbgTest(unittest.TestCase):
                 server.dump()
                 raise
 
+    def test_monitor_shows_lasterror(self):
+        """LastError is no gdb register: `monitor system-registers` shows it,
+        as `backstep dump` does for the same position and thread."""
+        t = self.t64
+        with util.Server(self.env, t) as server:
+            out = gdb(server, ["monitor system-registers", "monitor goto %d" % (t.full_dump + 1),
+                               "stepi", WHEN, "monitor system-registers"])
+        util.expect(self, r"^no system register is known here$", out)
+        when = re.findall(r"^position (\d+) of \d+ \(thread (\d+)\)", out, re.M)
+        self.assertEqual(len(when), 1, out)
+        position, thread = when[0]
+        dump = util.run([self.env.backstep, "dump", t.path, "--at", position, "--thread", thread,
+                         "--regs"])
+        want = re.search(r"^lasterror\s+(0x[0-9a-f]+)$", dump, re.M)
+        self.assertIsNotNone(want, dump)
+        util.expect(self, r"^lasterror\s+%s$" % want.group(1), out)
+
     def test_dump_shows_lasterror(self):
         out = util.run([self.env.backstep, "dump", self.t64.path, "--at",
                         str(self.t64.full_dump + 1), "--regs"])

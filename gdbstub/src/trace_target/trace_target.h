@@ -196,6 +196,7 @@ class TraceTarget final : public Target,
   core::Expected<std::string> MonitorLastWrite(const MonitorArgs& args);
   core::Expected<std::string> MonitorNextWrite(const MonitorArgs& args);
   core::Expected<std::string> MonitorHistory(const MonitorArgs& args);
+  core::Expected<std::string> MonitorSystemRegisters(const MonitorArgs& args);
   core::Expected<std::string> MonitorWatchFilter(const MonitorArgs& args);
   core::Expected<std::string> MonitorOrigin(const MonitorArgs& args);
   core::Expected<std::string> MonitorReverseFinish(const MonitorArgs& args);

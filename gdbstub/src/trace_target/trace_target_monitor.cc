@@ -1,10 +1,12 @@
 // Monitor commands of TraceTarget (`monitor ...` in gdb, `process plugin
 // packet monitor ...` in LLDB). Commands that move arm the move for the next
 // resume packet (docs/lldb.md §2.2); the others answer from the index.
+#include <algorithm>
 #include <charconv>
 #include <cinttypes>
 #include <cstdio>
 
+#include "backstep/core/hex.h"
 #include "backstep/core/provenance.h"
 #include "backstep/core/trace_query.h"
 #include "trace_target/trace_target.h"
@@ -107,6 +109,10 @@ const TraceTarget::MonitorCommand TraceTarget::kMonitorCommands[] = {
     {"origin", "origin ADDR [LEN] [DEPTH]",
      "where the bytes at ADDR came from now: writer, instruction, source, recursively (depth 8)",
      &TraceTarget::MonitorOrigin},
+    {"system-registers", "system-registers",
+     "the current thread's known registers gdb does not show (control registers, MSRs, "
+     "x64dbg's lasterror)",
+     &TraceTarget::MonitorSystemRegisters},
     {"watch-filter", "watch-filter [changes|all]",
      "show or set which writes a write watchpoint reports (default: value changes only)",
      &TraceTarget::MonitorWatchFilter},
@@ -319,6 +325,31 @@ core::Expected<std::string> TraceTarget::MonitorOrigin(const MonitorArgs& args) 
       std::vector<core::OriginStep> steps,
       core::Origin(*trace_, *address, *length, position(), static_cast<unsigned>(*depth)));
   return core::FormatOrigin(steps);
+}
+
+core::Expected<std::string> TraceTarget::MonitorSystemRegisters(const MonitorArgs& args) {
+  if (args.size() != 1) return Usage("system-registers");
+  const core::ArchDescription& arch = trace_->arch();
+  BACKSTEP_ASSIGN_OR_RETURN(const core::RegisterFile* file, view().Registers(current_thread()));
+  std::string out;
+  std::size_t unknown = 0;
+  for (std::size_t i = 0; i < arch.registers().size(); ++i) {
+    const auto id = static_cast<core::RegisterId>(i);
+    const core::RegisterInfo& info = arch.info(id);
+    if (info.gdb_regnum >= 0 || info.group != "system") continue;
+    std::vector<std::uint8_t> bytes(info.size);
+    if (!file->Read(id, bytes)) {
+      ++unknown;
+      continue;
+    }
+    std::reverse(bytes.begin(), bytes.end());  // most significant first, as `backstep dump`
+    out += std::string(info.name) +
+           std::string(info.name.size() < 16 ? 16 - info.name.size() : 1, ' ') + "0x" +
+           core::HexBytes(bytes) + "\n";
+  }
+  if (out.empty()) out = "no system register is known here\n";
+  if (unknown != 0) out += "(" + std::to_string(unknown) + " more unknown)\n";
+  return out;
 }
 
 core::Expected<std::string> TraceTarget::MonitorWatchFilter(const MonitorArgs& args) {
