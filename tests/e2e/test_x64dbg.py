@@ -117,6 +117,25 @@ class X64dbgTest(unittest.TestCase):
                 server.dump()
                 raise
 
+    def test_lldb_rwatch_in_reverse(self):
+        """lldb-19: a read watchpoint, run backwards, stops before the last
+        read of the counter, in the thread that read it."""
+        t = self.t64
+        with util.Server(self.env, t) as server:
+            out = util.lldb(self.env, server, [
+                "process plugin packet monitor goto %d" % t.reverse_from, "thread step-inst",
+                "watchpoint set expression -w read -s 4 -- 0x404000",
+                "process plugin packet monitor direction reverse", "continue",
+                "process plugin packet monitor when", "thread list"])
+            try:
+                util.expect(self, r"stop reason = watchpoint 1", out)
+                self.assertEqual(positions(out), [t.read_before])
+                util.expect(self, r"\* thread #\d+: tid = (0x%04x|%d), .*stop reason = watchpoint 1"
+                            % (t.thread_b, t.thread_b), out)
+            except AssertionError:
+                server.dump()
+                raise
+
     def test_lldb_trace32(self):
         with util.Server(self.env, self.t32) as server:
             out = util.lldb(self.env, server, ["register read eip", "thread list"])
