@@ -19,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -281,6 +282,13 @@ class Recorded:
         self.assertEqual(self.lldb.when(), 0)
         # Not connected: the process is gone.
         self.lldb.run("process kill")
+        # LLDB may publish the exit a moment after `process kill` returns
+        # (seen under ASan): wait for it, at most 10 s.
+        process = self.lldb.debugger.GetSelectedTarget().GetProcess()
+        deadline = time.monotonic() + 10
+        while (process.IsValid() and process.GetState() == lldb.eStateStopped
+               and time.monotonic() < deadline):
+            time.sleep(0.05)
         out = self.lldb.run("backstep when", ok=False)
         self.assertIn("not connected", out)
         # No trace: a target of its own.
