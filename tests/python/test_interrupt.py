@@ -28,11 +28,14 @@ except KeyboardInterrupt:
 def test_ctrl_c_interrupts_an_index_build(workdir):
     trace = os.path.join(workdir, "big", "trace.bin")
     os.makedirs(os.path.dirname(trace))
-    run([env_path("BACKSTEP_MAKE_EXAMPLE"), trace, "--events", "3000000"])
+    # Large enough that the build (over a second even in two parallel parts
+    # on an idle machine) is still running when the signal arrives: with 3e6
+    # events it could finish first, and the index was then rightly kept.
+    run([env_path("BACKSTEP_MAKE_EXAMPLE"), trace, "--events", "8000000"])
     child = subprocess.Popen([sys.executable, "-c", CHILD.format(path=PYTHONPATH, trace=trace)],
                              stdout=subprocess.PIPE, text=True)
     assert child.stdout.readline().strip() == "opening"
-    time.sleep(0.2)
+    time.sleep(0.1)
     sent = time.monotonic()
     child.send_signal(signal.SIGINT)
     out, _ = child.communicate(timeout=60)
