@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 namespace backstep::core {
 
@@ -20,5 +21,10 @@ inline constexpr std::uint8_t kX64dbgOpcodeMask = 0x0f;
 inline constexpr std::uint8_t kX64dbgMemUnchanged = 0x01;
 // x64dbg writes a full register dump on these block numbers of a session.
 inline constexpr std::uint64_t kX64dbgFullDumpEvery = 512;
+
+// PUSH, PUSHF and CALL (formats.md §5.4): x64dbg forces their last memory
+// entry onto the new stack slot, keeping an old value read elsewhere; the
+// reader and the writer both apply that rule to an opcode's bytes.
+bool X64dbgIsPushOrCall(std::span<const std::uint8_t> op, bool is64);
 
 }  // namespace backstep::core

@@ -19,28 +19,6 @@ constexpr std::size_t kMaxResumePoints = 256;
 // points would cost too much memory; the index then builds in one pass.
 constexpr std::size_t kMaxResumeThreads = 64;
 
-// PUSH, PUSHF and CALL (formats.md §5.4): x64dbg forces their last memory
-// entry onto the new stack slot, keeping an old value read elsewhere.
-bool IsPushOrCall(std::span<const std::uint8_t> op, bool is64) {
-  std::size_t i = 0;
-  auto prefix = [](std::uint8_t b) {
-    return b == 0x66 || b == 0x67 || b == 0xf0 || b == 0xf2 || b == 0xf3 || b == 0x2e ||
-           b == 0x36 || b == 0x3e || b == 0x26 || b == 0x64 || b == 0x65;
-  };
-  while (i < op.size() && prefix(op[i])) ++i;
-  if (is64 && i < op.size() && (op[i] & 0xf0) == 0x40) ++i;
-  if (i >= op.size()) return false;
-  const std::uint8_t b = op[i];
-  if ((b >= 0x50 && b <= 0x57) || b == 0x68 || b == 0x6a || b == 0x9c || b == 0xe8) return true;
-  if (!is64 && (b == 0x06 || b == 0x0e || b == 0x16 || b == 0x1e || b == 0x9a)) return true;
-  if (b == 0x0f) return i + 1 < op.size() && (op[i + 1] == 0xa0 || op[i + 1] == 0xa8);
-  if (b == 0xff && i + 1 < op.size()) {
-    const unsigned reg = (op[i + 1] >> 3) & 7;
-    return reg == 2 || reg == 3 || reg == 6;
-  }
-  return false;
-}
-
 std::string JsonString(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
@@ -253,7 +231,7 @@ Expected<bool> X64dbgReader::Next(Event* event) {
   if (std::optional<std::uint64_t> pc = DumpWord(layout_->pc())) {
     event->reads.push_back({*pc, b.opcode});
   }
-  const bool push = b.mem_count > 0 && IsPushOrCall(b.opcode, duint == 8);
+  const bool push = b.mem_count > 0 && X64dbgIsPushOrCall(b.opcode, duint == 8);
   const std::uint64_t space_end = duint == 8 ? 0 : std::uint64_t{1} << 32;  // 0: 2^64
   const std::uint8_t* new_value = b.new_values;
   for (unsigned i = 0; i < b.mem_count; ++i) {
@@ -331,6 +309,28 @@ std::vector<ResumePoint> X64dbgReader::ResumePoints() const {
 
 bool X64dbgReader::Sniff(std::span<const std::uint8_t> head) {
   return head.size() >= 4 && std::memcmp(head.data(), kX64dbgMagic, 4) == 0;
+}
+
+// PUSH, PUSHF and CALL (formats.md §5.4): x64dbg forces their last memory
+// entry onto the new stack slot, keeping an old value read elsewhere.
+bool X64dbgIsPushOrCall(std::span<const std::uint8_t> op, bool is64) {
+  std::size_t i = 0;
+  auto prefix = [](std::uint8_t b) {
+    return b == 0x66 || b == 0x67 || b == 0xf0 || b == 0xf2 || b == 0xf3 || b == 0x2e ||
+           b == 0x36 || b == 0x3e || b == 0x26 || b == 0x64 || b == 0x65;
+  };
+  while (i < op.size() && prefix(op[i])) ++i;
+  if (is64 && i < op.size() && (op[i] & 0xf0) == 0x40) ++i;
+  if (i >= op.size()) return false;
+  const std::uint8_t b = op[i];
+  if ((b >= 0x50 && b <= 0x57) || b == 0x68 || b == 0x6a || b == 0x9c || b == 0xe8) return true;
+  if (!is64 && (b == 0x06 || b == 0x0e || b == 0x16 || b == 0x1e || b == 0x9a)) return true;
+  if (b == 0x0f) return i + 1 < op.size() && (op[i + 1] == 0xa0 || op[i + 1] == 0xa8);
+  if (b == 0xff && i + 1 < op.size()) {
+    const unsigned reg = (op[i + 1] >> 3) & 7;
+    return reg == 2 || reg == 3 || reg == 6;
+  }
+  return false;
 }
 
 }  // namespace backstep::core

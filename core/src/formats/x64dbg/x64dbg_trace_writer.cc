@@ -17,27 +17,6 @@ std::string Hex(std::uint64_t v) {
   return buf;
 }
 
-// Same rule as the reader's (x64dbg_reader.cc): PUSH/PUSHF/CALL.
-bool PushOrCall(std::span<const std::uint8_t> op, bool is64) {
-  std::size_t i = 0;
-  auto prefix = [](std::uint8_t b) {
-    return b == 0x66 || b == 0x67 || b == 0xf0 || b == 0xf2 || b == 0xf3 || b == 0x2e ||
-           b == 0x36 || b == 0x3e || b == 0x26 || b == 0x64 || b == 0x65;
-  };
-  while (i < op.size() && prefix(op[i])) ++i;
-  if (is64 && i < op.size() && (op[i] & 0xf0) == 0x40) ++i;
-  if (i >= op.size()) return false;
-  const std::uint8_t b = op[i];
-  if ((b >= 0x50 && b <= 0x57) || b == 0x68 || b == 0x6a || b == 0x9c || b == 0xe8) return true;
-  if (!is64 && (b == 0x06 || b == 0x0e || b == 0x16 || b == 0x1e || b == 0x9a)) return true;
-  if (b == 0x0f) return i + 1 < op.size() && (op[i + 1] == 0xa0 || op[i + 1] == 0xa8);
-  if (b == 0xff && i + 1 < op.size()) {
-    const unsigned reg = (op[i + 1] >> 3) & 7;
-    return reg == 2 || reg == 3 || reg == 6;
-  }
-  return false;
-}
-
 }  // namespace
 
 Status X64dbgTraceWriter::Begin(
@@ -188,7 +167,7 @@ Status X64dbgTraceWriter::Append(const Event& event) {
     if (&r != opcode) add(r);
   }
   for (const MemoryAccess& w : event.writes) add(w);
-  const bool push = PushOrCall(opcode->data, is64);
+  const bool push = X64dbgIsPushOrCall(opcode->data, is64);
   const bool sp_known = regs.known(layout_->sp());
   const Address stack_slot = sp_known ? regs.u64(layout_->sp()) - duint : 0;
   std::vector<X64dbgEntry> entries;
