@@ -13,10 +13,10 @@ namespace backstep::core::testing {
 
 std::string SamplesDir() {
   if (const char* env = std::getenv("BACKSTEP_SAMPLES_DIR"); env && *env) return env;
-  // core/src/testing/ -> repository root -> its parent holds shared/.
+  // The repository's parent holds shared/. The source directory comes from
+  // CMake, not __FILE__, which ccache's base_dir makes relative.
   namespace fs = std::filesystem;
-  const fs::path here = fs::path(__FILE__).parent_path();
-  return (here / ".." / ".." / ".." / ".." / "shared" / "samples").lexically_normal().string();
+  return (fs::path(BACKSTEP_SOURCE_DIR) / ".." / "shared" / "samples").lexically_normal().string();
 }
 
 std::vector<std::uint8_t> ReadFileBytes(const std::string& path) {
