@@ -1,4 +1,4 @@
-// backstep record [-o FILE] [--max-insns N] -- PROG [ARGS]
+// backstep record [-o FILE] [--max-insns N] [--no-reads] -- PROG [ARGS]
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,6 +29,9 @@ int RunRecord(Args& args) {
   std::vector<std::string> command = args.TakeAfterSeparator();
   std::optional<std::string> max = args.TakeOption("max-insns");
   std::optional<std::string> output = args.TakeOption("output");
+  const bool no_reads = args.TakeFlag("no-reads");
+  const bool reads = args.TakeFlag("reads");
+  if (no_reads && reads) return Usage("record: --reads and --no-reads contradict each other");
   // `-o FILE` (one dash) is not an Args option: take it from the positionals.
   std::vector<std::string> rest = args.Positionals();
   if (!output && rest.size() == 2 && rest[0] == "-o") {
@@ -43,6 +46,7 @@ int RunRecord(Args& args) {
   if (command.empty()) return Usage("record: no program (usage: record [-o FILE] -- PROG [ARGS])");
   record::RecordOptions options;
   options.spawn.argv = command;
+  options.reads = !no_reads;
   if (max) {
     options.max_instructions = ParseNumber(*max);
     if (!options.max_instructions) return Usage("record: --max-insns wants a number");
@@ -61,7 +65,8 @@ int RunRecord(Args& args) {
     }
     return !Interrupted();
   };
-  core::Expected<std::unique_ptr<record::UsercornSink>> sink = record::UsercornSink::Create(path);
+  core::Expected<std::unique_ptr<record::UsercornSink>> sink =
+      record::UsercornSink::Create(path, options.reads);
   if (!sink.ok()) return Fail(sink.status());
   core::Expected<record::RecordResult> result = record::Record(options, **sink);
   if (tty) std::fputs("\r\033[K", stderr);

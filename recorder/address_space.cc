@@ -66,6 +66,24 @@ void AddressSpace::Note(core::Address address, std::span<const std::uint8_t> dat
   }
 }
 
+void AddressSpace::ReadTraced(const Tracee& tracee, core::Address address,
+                              std::span<std::uint8_t> out) const {
+  tracee.ReadMemoryZeroFill(address, out);
+  for (std::size_t i = 0; i < out.size();) {
+    const core::Address a = address + i;
+    auto it = shadow_.upper_bound(a);
+    if (it == shadow_.begin() || a >= std::prev(it)->first + std::prev(it)->second.size()) {
+      ++i;  // not writable: the tracee's bytes cannot have changed
+      continue;
+    }
+    --it;
+    const std::size_t n =
+        std::min<std::uint64_t>(out.size() - i, it->first + it->second.size() - a);
+    std::memcpy(out.data() + i, it->second.data() + (a - it->first), n);
+    i += n;
+  }
+}
+
 void AddressSpace::Changed(core::Address address, std::span<const std::uint8_t> data,
                            std::vector<Range>* changed) const {
   for (std::size_t i = 0; i < data.size();) {

@@ -50,6 +50,9 @@ class AddressSpace {
   // updates the shadow). Cost: a read of all writable memory.
   void Diff(const Tracee& tracee, std::vector<Range>* ranges);
   core::Status Update(const Tracee& tracee, std::span<const Range> fresh, MapChanges* changes);
+  // What the trace says [address, +out) holds: the shadow for writable
+  // bytes, the tracee's memory for the others (zeros where unreadable).
+  void ReadTraced(const Tracee& tracee, core::Address address, std::span<std::uint8_t> out) const;
   // Bytes of writable memory the shadow holds.
   std::uint64_t shadow_bytes() const;
 

@@ -4,6 +4,7 @@
 #include <cpuid.h>
 
 #include <algorithm>
+#include <string_view>
 
 namespace backstep::record {
 namespace {
@@ -184,6 +185,41 @@ bool ReadsOnlyFirstOperand(unsigned id) {
   }
 }
 
+// A memory operand that carries no data: an address only.
+bool TouchesNoData(unsigned id) {
+  switch (id) {
+    case X86_INS_LEA:
+    case X86_INS_NOP:
+    case X86_INS_PREFETCH:
+    case X86_INS_PREFETCHNTA:
+    case X86_INS_PREFETCHT0:
+    case X86_INS_PREFETCHT1:
+    case X86_INS_PREFETCHT2:
+    case X86_INS_PREFETCHW:
+    case X86_INS_CLFLUSH:
+    case X86_INS_CLFLUSHOPT:
+    case X86_INS_CLWB:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Whether a first operand in memory is only written (a store): capstone 4
+// marks many stores "read", so the mnemonic decides too.
+bool StoresFirstOperand(const char* mnemonic, std::uint8_t access) {
+  if ((access & CS_AC_WRITE) && !(access & CS_AC_READ)) return true;
+  const std::string_view m(mnemonic);
+  for (std::string_view p :
+       {"mov",        "vmov",      "set",      "fst",       "fist",     "fnst",      "stmxcsr",
+        "vstmxcsr",   "pextr",     "vpextr",   "extractps", "vextract", "vcvtps2ph", "vpmov",
+        "vpcompress", "vcompress", "vmaskmov", "vpmaskmov", "xsave",    "fxsave",    "fsave",
+        "sgdt",       "sidt",      "sldt",     "smsw",      "str"}) {
+    if (m.substr(0, p.size()) == p) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 InsnDecoder::InsnDecoder() {
@@ -225,7 +261,7 @@ void InsnDecoder::DecodeInto(core::Address pc, std::span<const std::uint8_t> byt
   d->size = static_cast<std::uint8_t>(in.size);
   d->fp = FpByOpcode(bytes.first(in.size));
   for (unsigned g = 0; g < in.detail->groups_count; ++g) d->fp |= IsFpGroup(in.detail->groups[g]);
-  std::uint32_t fixed_size = 0;
+  std::uint32_t fixed_size = 0, read_size = 0;
   switch (in.id) {
     case X86_INS_SYSCALL:
       d->syscall = true;
@@ -243,6 +279,70 @@ void InsnDecoder::DecodeInto(core::Address pc, std::span<const std::uint8_t> byt
       break;
     case X86_INS_POP:
       d->pop = true;
+      d->stack_pop = true;
+      break;
+    case X86_INS_RET:
+    case X86_INS_POPF:
+    case X86_INS_POPFQ:
+    case X86_INS_IRET:
+    case X86_INS_IRETQ:
+      d->stack_pop = true;
+      break;
+    case X86_INS_LEAVE:
+      d->leave = true;
+      break;
+    case X86_INS_LODSB:
+    case X86_INS_LODSW:
+    case X86_INS_LODSD:
+    case X86_INS_LODSQ:
+    case X86_INS_OUTSB:
+    case X86_INS_OUTSW:
+    case X86_INS_OUTSD:
+      d->string_read_rsi = true;
+      d->element = in.id == X86_INS_LODSB || in.id == X86_INS_OUTSB   ? 1
+                   : in.id == X86_INS_LODSW || in.id == X86_INS_OUTSW ? 2
+                   : in.id == X86_INS_LODSQ                           ? 8
+                                                                      : 4;
+      break;
+    case X86_INS_SCASB:
+    case X86_INS_SCASW:
+    case X86_INS_SCASD:
+    case X86_INS_SCASQ:
+      d->string_read_rdi = true;
+      d->element = in.id == X86_INS_SCASB   ? 1
+                   : in.id == X86_INS_SCASW ? 2
+                   : in.id == X86_INS_SCASQ ? 8
+                                            : 4;
+      break;
+    case X86_INS_CMPSB:
+    case X86_INS_CMPSW:
+    case X86_INS_CMPSQ:
+      d->string_read_rsi = d->string_read_rdi = true;
+      d->element = in.id == X86_INS_CMPSB ? 1 : in.id == X86_INS_CMPSW ? 2 : 8;
+      break;
+    case X86_INS_CMPSD:
+      // CMPSD is also the SSE scalar compare: only the operand-less form is a string op.
+      if (x.op_count == 0 || (x.op_count == 2 && x.operands[0].type == X86_OP_MEM &&
+                              x.operands[1].type == X86_OP_MEM)) {
+        d->string_read_rsi = d->string_read_rdi = true;
+        d->element = 4;
+      }
+      break;
+    case X86_INS_FXRSTOR:
+    case X86_INS_FXRSTOR64:
+      read_size = 512;
+      break;
+    case X86_INS_XRSTOR:
+    case X86_INS_XRSTOR64:
+    case X86_INS_XRSTORS:
+    case X86_INS_XRSTORS64:
+      read_size = xsave_size_;
+      break;
+    case X86_INS_FRSTOR:
+      read_size = 108;
+      break;
+    case X86_INS_FLDENV:
+      read_size = 28;
       break;
     case X86_INS_STOSB:
     case X86_INS_MOVSB:
@@ -260,6 +360,7 @@ void InsnDecoder::DecodeInto(core::Address pc, std::span<const std::uint8_t> byt
       if (x.op_count == 0 || (x.op_count == 2 && x.operands[0].type == X86_OP_MEM &&
                               x.operands[1].type == X86_OP_MEM)) {
         d->string_write = true;
+        d->string_read_rsi = true;
         d->element = 4;
       }
       break;
@@ -311,6 +412,30 @@ void InsnDecoder::DecodeInto(core::Address pc, std::span<const std::uint8_t> byt
     default:
       break;
   }
+  if (in.id == X86_INS_MOVSB || in.id == X86_INS_MOVSW || in.id == X86_INS_MOVSQ)
+    d->string_read_rsi = true;
+  const bool strings = d->string_write || d->string_read_rsi || d->string_read_rdi;
+  for (unsigned i = 0; i < x.op_count; ++i) {
+    const cs_x86_op& op = x.operands[i];
+    if (op.type != X86_OP_MEM || strings || TouchesNoData(in.id)) continue;
+    if (i == 0 && StoresFirstOperand(in.mnemonic, op.access)) continue;
+    if (IsVectorReg(op.mem.index)) {
+      d->unknown_reads = true;  // VSIB: a gather
+      continue;
+    }
+    Decoded::MemOperand m;
+    m.base = static_cast<std::uint16_t>(op.mem.base);
+    m.index = static_cast<std::uint16_t>(op.mem.index);
+    m.segment = static_cast<std::uint16_t>(op.mem.segment);
+    m.disp = op.mem.disp;
+    m.scale = static_cast<std::uint8_t>(op.mem.scale);
+    m.size = read_size ? read_size : std::max<std::uint32_t>(op.size, 1);
+    if (m.base == X86_REG_RIP) {
+      m.base = 0;
+      m.disp += static_cast<std::int64_t>(pc + in.size);
+    }
+    d->reads.push_back(m);
+  }
   for (unsigned i = 0; i < x.op_count; ++i) {
     const cs_x86_op& op = x.operands[i];
     if (op.type == X86_OP_REG && IsVectorReg(op.reg)) d->fp = true;
@@ -358,6 +483,24 @@ void InsnDecoder::Writes(const Decoded& d, const user_regs_struct& before,
       out->push_back({after.rdi + d.element, before.rdi - after.rdi});
     }
   }
+}
+
+void InsnDecoder::Reads(const Decoded& d, const user_regs_struct& before,
+                        const user_regs_struct& after, std::vector<Range>* out) {
+  for (const Decoded::MemOperand& m : d.reads) {
+    const std::uint64_t address = RegValue(before, m.base) + RegValue(before, m.index) * m.scale +
+                                  static_cast<std::uint64_t>(m.disp) + RegValue(before, m.segment);
+    out->push_back({address, m.size});
+  }
+  if (d.stack_pop) out->push_back({before.rsp, 8});
+  if (d.leave) out->push_back({before.rbp, 8});
+  // A string step moves rsi/rdi by element per iteration, in either direction.
+  const auto string_range = [&](std::uint64_t from, std::uint64_t to) {
+    if (to > from) out->push_back({from, to - from});
+    if (to < from) out->push_back({to + d.element, from - to});
+  };
+  if (d.string_read_rsi) string_range(before.rsi, after.rsi);
+  if (d.string_read_rdi) string_range(before.rdi, after.rdi);
 }
 
 }  // namespace backstep::record

@@ -21,6 +21,19 @@
 // Anything the rules cannot bound (VSIB scatters, undecodable bytes) sets
 // `unknown_writes`: the recorder then diffs all writable memory.
 //
+// Reads() gives what the instruction loads, from the same decoding:
+//   * explicit memory operands, except the destination of a pure store
+//     (capstone's write-only access, or a store mnemonic: mov*, vmov*, set*,
+//     fst*, fist*, fnst*, stmxcsr, pextr*, vextract*, xsave*, ...); lea,
+//     nop, prefetch and clflush touch no data;
+//   * pop/ret/popf/iret: [rsp before, +8); leave: [rbp before, +8);
+//   * lods/movs/outs: between rsi before and after; scas: between rdi
+//     before and after; cmps: both;
+//   * fxrstor (512), xrstor family (the XCR0-sized area), frstor (108),
+//     fldenv (28).
+// Not bounded, so not recorded: VSIB gathers (`unknown_reads`) and the
+// kernel's reads of system call arguments.
+//
 // Thread-safety: one thread at a time (capstone handle, cache).
 #pragma once
 
@@ -52,7 +65,11 @@ struct Decoded {
   bool rdtsc = false, rdtscp = false;
   bool breakpoint = false;  // int3/int1/int n
   bool unknown_writes = false;
-  std::uint8_t element = 0;  // string element size
+  bool unknown_reads = false;  // VSIB gathers
+  bool stack_pop = false;      // pop/ret/popf/iret: reads [rsp before, +8)
+  bool leave = false;          // reads [rbp before, +8)
+  bool string_read_rsi = false, string_read_rdi = false;  // lods/movs/outs, scas/cmps
+  std::uint8_t element = 0;                               // string element size
   struct MemOperand {
     std::uint16_t base = 0, index = 0, segment = 0;  // capstone x86_reg
     std::int64_t disp = 0;
@@ -61,6 +78,7 @@ struct Decoded {
     bool maybe = false;
   };
   std::vector<MemOperand> writes;  // explicit ones (+ implicit [rdi] of maskmov)
+  std::vector<MemOperand> reads;   // explicit ones
 };
 
 class InsnDecoder {
@@ -79,6 +97,9 @@ class InsnDecoder {
   // Ranges written by `d`, given the registers before and after its step.
   static void Writes(const Decoded& d, const user_regs_struct& before,
                      const user_regs_struct& after, std::vector<Range>* out);
+  // Ranges read by `d`, given the registers before and after its step.
+  static void Reads(const Decoded& d, const user_regs_struct& before, const user_regs_struct& after,
+                    std::vector<Range>* out);
 
  private:
   void DecodeInto(core::Address pc, std::span<const std::uint8_t> bytes, Decoded* d);

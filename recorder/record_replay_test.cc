@@ -7,7 +7,9 @@
 // exit. The stepper reproduces the recorder's documented normalisations
 // (rseq -> ENOSYS, TF/RF out of r11 after syscall and of pushf's stores) and
 // takes nondeterministic inputs from the trace (AT_RANDOM's bytes, rdtsc,
-// getrandom's bytes, process and thread ids).
+// getrandom's bytes, process and thread ids). The reads the recorder gives
+// each instruction (with their contents) are checked against the live
+// program's memory before the same instruction.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -24,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "backstep/core/byte_source.h"
 #include "backstep/core/format_registry.h"
@@ -123,9 +126,12 @@ class Live {
     std::memcpy(v.data(), raw.data(), v.size() * 8);
     return v;
   }
-  // One instruction; false when the program exited. `replay` provides
-  // rdtsc's result (the state after the same instruction).
+  // One position: an instruction, or a handled signal's delivery (as the
+  // recorder, with the TF of single-stepping out of the frame's saved
+  // rflags); false when the program exited. `replay` provides rdtsc's
+  // result (the state after the same instruction).
   bool Step(const Replay& replay) {
+    if (pending_ != 0) return Deliver(std::exchange(pending_, 0));
     user_regs_struct r = Regs();
     const std::vector<std::uint8_t> code = Read(r.rip, 2);
     const bool syscall = code.size() == 2 && code[0] == 0x0f && code[1] == 0x05;
@@ -138,12 +144,26 @@ class Live {
       ptrace(PTRACE_SETREGS, pid_, nullptr, &r);
       return true;
     }
+    // tgkill names the process by the (trace's) ids the program got: the
+    // live one's here, the trace's again after.
+    const bool tgkill = syscall && r.rax == 234;
+    const user_regs_struct asked = r;
+    if (tgkill) {
+      r.rdi = r.rsi = static_cast<std::uint64_t>(pid_);
+      ptrace(PTRACE_SETREGS, pid_, nullptr, &r);
+    }
     ptrace(PTRACE_SINGLESTEP, pid_, nullptr, 0);
     int status = 0;
     waitpid(pid_, &status, 0);
     if (WIFEXITED(status) || WIFSIGNALED(status)) {
       pid_ = -1;
       return false;
+    }
+    if (tgkill) {
+      user_regs_struct now = Regs();
+      now.rdi = asked.rdi;
+      now.rsi = asked.rsi;
+      ptrace(PTRACE_SETREGS, pid_, nullptr, &now);
     }
     if (WSTOPSIG(status) == SIGSEGV) {  // rdtsc(p): values from the trace
       const std::vector<std::uint8_t> c = Read(r.rip, 3);
@@ -155,7 +175,11 @@ class Live {
       ptrace(PTRACE_SETREGS, pid_, nullptr, &r);
       return true;
     }
-    EXPECT_EQ(WSTOPSIG(status), SIGTRAP);
+    if (WSTOPSIG(status) != SIGTRAP) {
+      const user_regs_struct now = Regs();
+      if (std::memcmp(&now, &r, sizeof r) == 0) return Deliver(WSTOPSIG(status));
+      pending_ = WSTOPSIG(status);  // after the system call it interrupted
+    }
     user_regs_struct after = Regs();
     // Process and thread ids differ between runs: take the trace's.
     if (syscall && (r.rax == 39 || r.rax == 110 || r.rax == 186 || r.rax == 218)) {
@@ -184,6 +208,23 @@ class Live {
   pid_t pid() const { return pid_; }
 
  private:
+  bool Deliver(int sig) {
+    ptrace(PTRACE_SINGLESTEP, pid_, nullptr, sig);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    if (WIFEXITED(status) || WIFSIGNALED(status)) {
+      pid_ = -1;
+      return false;
+    }
+    EXPECT_EQ(WSTOPSIG(status), SIGTRAP) << "delivering signal " << sig;
+    const std::uint64_t at = Regs().rsp + 184;  // rt_sigframe's saved rflags
+    std::uint64_t flags = 0;
+    std::memcpy(&flags, Read(at, 8).data(), 8);
+    flags &= ~0x10100ull;
+    Write(at, &flags, 8);
+    return true;
+  }
+  int pending_ = 0;
   pid_t pid_ = -1;
   int mem_ = -1;
 };
@@ -255,6 +296,29 @@ void CompareMemory(const Live& live, const Replay& replay, std::uint64_t k) {
   EXPECT_GT(compared, 0u);
 }
 
+// Passes everything to a UsercornSink and keeps each instruction's reads.
+struct TeeSink : RecordingSink {
+  explicit TeeSink(RecordingSink& next) : next_(next) {}
+  core::Status OnStart(const StartInfo& s) override { return next_.OnStart(s); }
+  void OnInstruction(const InstructionRecord& insn) override {
+    auto& reads = per_instruction.emplace_back();
+    for (const core::MemoryAccess& r : insn.reads) {
+      reads.push_back({r.address, std::vector<std::uint8_t>(r.data.begin(), r.data.end())});
+    }
+    next_.OnInstruction(insn);
+  }
+  void OnSyscall(const SyscallRecord& s) override { next_.OnSyscall(s); }
+  void OnSignal(const SignalRecord& s) override {
+    per_instruction.emplace_back();  // an event without reads
+    next_.OnSignal(s);
+  }
+  core::Status Finish(bool exited) override { return next_.Finish(exited); }
+  std::vector<std::vector<std::pair<core::Address, std::vector<std::uint8_t>>>> per_instruction;
+
+ private:
+  RecordingSink& next_;
+};
+
 class RecordReplay : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RecordReplay, TraceMatchesLiveProgram) {
@@ -265,13 +329,15 @@ TEST_P(RecordReplay, TraceMatchesLiveProgram) {
   ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
   const std::string path = Program(GetParam());
   const std::string trace = ::testing::TempDir() + "/" + GetParam() + ".ucir";
-  auto sink = UsercornSink::Create(trace);
+  auto sink = UsercornSink::Create(trace, true);
   ASSERT_TRUE(sink.ok()) << sink.status().message();
   RecordOptions options;
   options.spawn.argv = {path};
   options.spawn.stdout_fd = open("/dev/null", O_WRONLY);
   options.check_interval = 5000;
-  core::Expected<RecordResult> result = Record(options, **sink);
+  options.read_values = true;
+  TeeSink tee(**sink);
+  core::Expected<RecordResult> result = Record(options, tee);
   close(options.spawn.stdout_fd);
   ASSERT_TRUE(result.ok()) << result.status().message();
   EXPECT_EQ(result->end, RecordResult::End::kExited);
@@ -311,7 +377,7 @@ TEST_P(RecordReplay, TraceMatchesLiveProgram) {
   }
 
   core::Event event;
-  std::uint64_t k = 0;
+  std::uint64_t k = 0, reads_checked = 0;
   CompareRegisters(live, replay, 0, true);
   CompareMemory(live, replay, 0);
   while (true) {
@@ -325,6 +391,16 @@ TEST_P(RecordReplay, TraceMatchesLiveProgram) {
     if (code.size() == 2 && code[0] == 0x0f && code[1] == 0x05 && pre.rax == 231) {
       CompareMemory(live, replay, k);
     }
+    // What the recorder says the instruction read is what memory held.
+    ASSERT_LT(k, tee.per_instruction.size());
+    ASSERT_EQ(event.reads.size(), tee.per_instruction[k].size()) << "reads at position " << k;
+    for (const auto& [address, data] : tee.per_instruction[k]) {
+      const std::vector<std::uint8_t> held = live.Read(address, data.size());
+      if (held.size() < data.size()) continue;  // [vvar]: ptrace cannot read it
+      ASSERT_EQ(held, data) << "read of 0x" << std::hex << address << std::dec << "+" << data.size()
+                            << " at position " << k << " (rip 0x" << std::hex << pre.rip << ")";
+      ++reads_checked;
+    }
     replay.Apply(event);
     ++k;
     if (!live.Step(replay)) break;
@@ -333,13 +409,14 @@ TEST_P(RecordReplay, TraceMatchesLiveProgram) {
     if (k % 20000 == 0) CompareMemory(live, replay, k);
     if (HasFatalFailure()) return;
   }
-  EXPECT_EQ(k, result->instructions);
+  EXPECT_EQ(k, result->instructions + result->signals);
+  EXPECT_GT(reads_checked, k / 10);  // loads are common
   std::remove(trace.c_str());
 }
 
 std::vector<std::string> Programs() {
   std::vector<std::string> out;
-  for (const char* p : {"loop", "strings", "syscalls", "scenario"}) {
+  for (const char* p : {"loop", "strings", "syscalls", "scenario", "readlate", "signals"}) {
     for (const char* o : {"O0", "O2"}) {
       for (const char* l : {"static", "pie"}) out.push_back(std::string(p) + "_" + o + "_" + l);
     }

@@ -42,6 +42,63 @@ bool HandlesSignal(pid_t pid, int sig) {
   return true;  // unknown: assume the worst
 }
 
+// Whether system call `nr` may wait for another thread (or the outside
+// world): it then runs while other threads are stepped.
+bool MayBlock(std::uint64_t nr, const std::uint64_t args[6]) {
+  switch (nr) {
+    case SYS_futex: {
+      const std::uint64_t op = args[1] & 127;                        // FUTEX_CMD_MASK
+      return op == 0 || op == 6 || op == 9 || op == 11 || op == 13;  // WAIT, LOCK_PI, ...
+    }
+    case SYS_read:
+    case SYS_readv:
+    case SYS_write:
+    case SYS_writev:
+    case SYS_recvfrom:
+    case SYS_recvmsg:
+    case SYS_sendto:
+    case SYS_sendmsg:
+    case SYS_poll:
+    case SYS_ppoll:
+    case SYS_select:
+    case SYS_pselect6:
+    case SYS_epoll_wait:
+    case SYS_epoll_pwait:
+    case SYS_nanosleep:
+    case SYS_clock_nanosleep:
+    case SYS_wait4:
+    case SYS_waitid:
+    case SYS_pause:
+    case SYS_rt_sigsuspend:
+    case SYS_rt_sigtimedwait:
+    case SYS_accept:
+    case SYS_accept4:
+    case SYS_connect:
+    case SYS_msgrcv:
+    case SYS_semop:
+    case SYS_semtimedop:
+    case SYS_flock:
+    case SYS_fcntl:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Whether `tid` is a thread of process `pid` (/proc/TID/status Tgid).
+bool SameProcess(pid_t tid, pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(tid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Tgid:", 0) == 0) return std::stol(line.substr(5)) == pid;
+  }
+  return false;
+}
+
+// Instructions a thread runs before the next one gets its turn (when no
+// thread blocks first): round robin, so the order is deterministic.
+constexpr std::uint64_t kTimeSlice = 50000;
+
 class Session {
  public:
   Session(const RecordOptions& options, RecordingSink& sink, Tracee tracee)
@@ -58,13 +115,46 @@ class Session {
   core::Status OnStepped(core::Address pc, const Decoded& d);
   core::Status OnSignal(core::Address pc, const Decoded& d, int sig, bool* done);
   core::Status OnEvent(const Stop& stop);
+  // Runs the kernel's delivery of a signal the program handles (stopping at
+  // the handler's first instruction) and records it.
+  core::Status DeliverHandled(core::Address pc, const Decoded& d, int sig, bool* done);
   core::Status EmulateRdtsc(core::Address pc, const Decoded& d);
   core::Status EmulateSyscallFailure(core::Address pc, const Decoded& d, std::int64_t error);
   // Reads `ranges` into writes_ (and the shadow).
   void Capture(std::span<const Range> ranges);
+  // The reads of the instruction just stepped into reads_.
+  void CollectReads(const Decoded& d, const user_regs_struct& after);
   core::Status SyscallEffects(const user_regs_struct& before, const user_regs_struct& after,
                               SyscallRecord* record, MapChanges* maps);
   core::Status Check(bool fp_fetched);
+
+  // --- threads ---
+  struct Thread {
+    pid_t tid = 0;
+    std::uint32_t index = 0;  // the sink's thread number
+    user_regs_struct regs{};  // saved while another thread is current
+    std::vector<core::RegisterWrite> slots;
+    bool parked = false;  // resumed into a system call that may block
+    bool exited = false;
+    core::Address parked_pc = 0;
+    Decoded parked_insn;
+  };
+  bool Runnable(const Thread& t) const { return !t.parked && !t.exited; }
+  // Makes threads_[i] current: regs_/slots_ and the tracee's selection.
+  void SwitchTo(std::size_t i);
+  // Tells the sink that what follows is about the current thread.
+  void SinkFollows();
+  // Picks the next runnable thread (round robin), waiting for a parked one
+  // when none can run.
+  core::Status Schedule(bool* done);
+  // Records the parked system calls that have returned (`wait`: at least one).
+  core::Status CollectParked(bool wait, bool* done);
+  core::Status FinishParked(std::size_t i, const Stop& stop, bool* done);
+  // A CLONE event during the current thread's step: the new thread.
+  core::Status AddThread(pid_t tid);
+  // The program ends (exit_group with several threads): reaps them all.
+  void EndProcess(core::Address pc, const Decoded& d);
+  void RecordExitSyscall(core::Address pc, const Decoded& d, bool diff);
 
   const RecordOptions& options_;
   RecordingSink& sink_;
@@ -80,8 +170,16 @@ class Session {
   std::vector<std::uint8_t> data_;                            // contents of writes_
   std::vector<std::pair<core::Address, std::size_t>> spans_;  // (address, size) into data_
   std::vector<core::MemoryAccess> writes_;
+  std::vector<Range> read_ranges_;
+  std::vector<std::uint8_t> read_data_;  // contents (or zeros) of reads_
+  std::vector<core::MemoryAccess> reads_;
   int pending_signal_ = 0;
   core::Address last_pc_ = 0;
+  std::vector<Thread> threads_;
+  std::size_t current_ = 0;
+  std::uint32_t sink_thread_ = 0;     // the thread the sink's calls are about
+  std::uint64_t slice_ = 0;           // instructions of the current thread's turn
+  std::vector<std::size_t> started_;  // new threads to announce after the clone
 };
 
 core::Status Session::Start() {
@@ -106,6 +204,9 @@ core::Status Session::Start() {
   };
   start.registers = slots_;
   start.pc = regs_.rip;
+  Thread leader;
+  leader.tid = tracee_.pid();
+  threads_.push_back(std::move(leader));
   return sink_.OnStart(start);
 }
 
@@ -143,6 +244,13 @@ core::Status Session::Run() {
 }
 
 core::Status Session::StepOnce(bool* done) {
+  if (threads_.size() > 1) {
+    if (core::Status s = CollectParked(false, done); !s.ok() || *done) return s;
+    if (!Runnable(threads_[current_]) || slice_ >= kTimeSlice) {
+      if (core::Status s = Schedule(done); !s.ok() || *done) return s;
+    }
+  }
+  ++slice_;
   const core::Address pc = regs_.rip;
   const Decoded& d = DecodeAt(pc);
   if (d.breakpoint) {
@@ -152,39 +260,235 @@ core::Status Session::StepOnce(bool* done) {
   }
   if (d.syscall && regs_.rax == kSysRseq) return EmulateSyscallFailure(pc, d, -ENOSYS);
   const Decoded decoded = d;  // the cache may change below
+  if (decoded.syscall && threads_.size() > 1) {
+    const std::uint64_t args[6] = {regs_.rdi, regs_.rsi, regs_.rdx, regs_.r10, regs_.r8, regs_.r9};
+    if (regs_.rax == kSysExitGroup) {
+      // The leader's exit is reported only once every thread is reaped.
+      EndProcess(pc, decoded);
+      *done = true;
+      return core::Status::Ok();
+    }
+    if (regs_.rax == kSysExit && current_ == 0) {
+      for (std::size_t i = 1; i < threads_.size(); ++i) {
+        if (!threads_[i].exited) {
+          return core::Status::Unsupported(
+              "the main thread exits (exit) while other threads run: not supported yet");
+        }
+      }
+    }
+    if (pending_signal_ == 0 && MayBlock(regs_.rax, args)) {
+      // It may wait for another thread: let it run while the others step.
+      if (core::Status s = tracee_.Resume(); !s.ok()) return s;
+      Thread& t = threads_[current_];
+      t.parked = true;
+      t.parked_pc = pc;
+      t.parked_insn = decoded;
+      return core::Status::Ok();
+    }
+  }
   core::Expected<Stop> stop = tracee_.Step(pending_signal_);
   pending_signal_ = 0;
+  while (stop.ok() && stop->kind == Stop::kEvent) {
+    unsigned long msg = 0;
+    ptrace(PTRACE_GETEVENTMSG, tracee_.thread(), nullptr, &msg);
+    const pid_t tid = static_cast<pid_t>(msg);
+    if (stop->event != PTRACE_EVENT_CLONE || tid <= 0 || !SameProcess(tid, tracee_.pid())) {
+      return OnEvent(*stop);
+    }
+    if (core::Status s = AddThread(tid); !s.ok()) return s;
+    stop = tracee_.Step(0);  // the rest of the clone system call
+  }
   if (!stop.ok()) return stop.status();
   switch (stop->kind) {
-    case Stop::kStepped:
-      return OnStepped(pc, decoded);
+    case Stop::kStepped: {
+      core::Status s = OnStepped(pc, decoded);
+      for (std::size_t i : started_) {
+        const Thread& t = threads_[i];
+        sink_.OnThreadSwitch(t.index, regs_.rip);
+        sink_.OnThreadStart({t.index, t.slots, t.regs.rip});
+        sink_thread_ = t.index;
+      }
+      started_.clear();
+      return s;
+    }
     case Stop::kSignal:
       return OnSignal(pc, decoded, stop->signal, done);
     case Stop::kEvent:
       return OnEvent(*stop);
     case Stop::kExited:
     case Stop::kKilled: {
+      if (tracee_.alive() && stop->kind == Stop::kExited && decoded.syscall &&
+          regs_.rax == kSysExit) {
+        // One thread ended; the kernel's writes (CLONE_CHILD_CLEARTID) are in memory.
+        RecordExitSyscall(pc, decoded, true);
+        threads_[current_].exited = true;
+        return core::Status::Ok();
+      }
+      Stop end = *stop;
+      if (tracee_.alive()) tracee_.ReapAll(&end);
       // exit/exit_group (or a fatal signal): the instruction ran, nothing is left to read.
       *done = true;
-      const bool exited = stop->kind == Stop::kExited;
+      const bool exited = end.kind == Stop::kExited;
       result_.end = exited ? RecordResult::End::kExited : RecordResult::End::kKilled;
-      result_.exit_code = stop->exit_code;
-      result_.signal = stop->signal;
-      if (exited && decoded.syscall) {
-        sink_.OnInstruction({pc, decoded.size, {}, {}});
-        SyscallRecord r;
-        r.number = static_cast<std::uint32_t>(regs_.rax);
-        r.result = 0;
-        const std::uint64_t args[6] = {regs_.rdi, regs_.rsi, regs_.rdx,
-                                       regs_.r10, regs_.r8,  regs_.r9};
-        std::copy(std::begin(args), std::end(args), r.args);
-        sink_.OnSyscall(r);
-        ++result_.instructions;
-        ++result_.syscalls;
-      }
+      result_.exit_code = end.exit_code;
+      result_.signal = end.signal;
+      if (exited && decoded.syscall) RecordExitSyscall(pc, decoded, false);
       return core::Status::Ok();
     }
   }
+  return core::Status::Ok();
+}
+
+void Session::RecordExitSyscall(core::Address pc, const Decoded& d, bool diff) {
+  SinkFollows();
+  sink_.OnInstruction({pc, d.size, {}, {}, {}});
+  SyscallRecord r;
+  r.number = static_cast<std::uint32_t>(regs_.rax);
+  r.result = 0;
+  const std::uint64_t args[6] = {regs_.rdi, regs_.rsi, regs_.rdx, regs_.r10, regs_.r8, regs_.r9};
+  std::copy(std::begin(args), std::end(args), r.args);
+  data_.clear();
+  spans_.clear();
+  writes_.clear();
+  if (diff) {
+    ranges_.clear();
+    space_.Diff(tracee_, &ranges_);
+    Capture(ranges_);
+    std::size_t offset = 0;
+    for (const auto& [address, size] : spans_) {
+      writes_.push_back({address, std::span<const std::uint8_t>(data_).subspan(offset, size)});
+      offset += size;
+    }
+  }
+  r.writes = writes_;
+  sink_.OnSyscall(r);
+  ++result_.instructions;
+  ++result_.syscalls;
+}
+
+void Session::EndProcess(core::Address pc, const Decoded& d) {
+  Stop end;
+  if (tracee_.Resume().ok()) tracee_.ReapAll(&end);
+  const bool exited = end.kind == Stop::kExited;
+  result_.end = exited ? RecordResult::End::kExited : RecordResult::End::kKilled;
+  result_.exit_code = end.exit_code;
+  result_.signal = end.signal;
+  RecordExitSyscall(pc, d, false);
+}
+
+void Session::SwitchTo(std::size_t i) {
+  if (i == current_) return;
+  Thread& from = threads_[current_];
+  from.regs = regs_;
+  from.slots.swap(slots_);
+  current_ = i;
+  Thread& to = threads_[i];
+  regs_ = to.regs;
+  slots_.swap(to.slots);
+  tracee_.Select(to.tid);
+}
+
+void Session::SinkFollows() {
+  const Thread& t = threads_[current_];
+  if (t.index == sink_thread_) return;
+  const Thread& from = threads_[sink_thread_];  // index == position: threads are never removed
+  std::optional<core::Address> next;
+  if (!from.exited) next = from.regs.rip;  // saved: it is not the current thread
+  sink_.OnThreadSwitch(t.index, next);
+  sink_thread_ = t.index;
+}
+
+core::Status Session::Schedule(bool* done) {
+  for (;;) {
+    for (std::size_t k = 1; k <= threads_.size(); ++k) {
+      const std::size_t j = (current_ + k) % threads_.size();
+      if (Runnable(threads_[j])) {
+        SwitchTo(j);
+        slice_ = 0;
+        return core::Status::Ok();
+      }
+    }
+    // Every thread waits in the kernel: wait for one to come back.
+    if (core::Status s = CollectParked(true, done); !s.ok() || *done) return s;
+  }
+}
+
+core::Status Session::CollectParked(bool wait, bool* done) {
+  if (wait) {
+    pid_t tid = -1;
+    core::Expected<std::optional<Stop>> stop = tracee_.Poll(&tid, true);
+    if (!stop.ok()) return stop.status();
+    for (std::size_t i = 0; i < threads_.size(); ++i) {
+      if (threads_[i].tid == tid && threads_[i].parked) return FinishParked(i, **stop, done);
+    }
+    return core::Status::IOError("waitpid reported thread " + std::to_string(tid) +
+                                 ", which the recorder did not resume");
+  }
+  for (std::size_t i = 0; i < threads_.size(); ++i) {
+    if (!threads_[i].parked) continue;
+    pid_t tid = threads_[i].tid;
+    core::Expected<std::optional<Stop>> stop = tracee_.Poll(&tid, false);
+    if (!stop.ok()) return stop.status();
+    if (!*stop) continue;
+    if (core::Status s = FinishParked(i, **stop, done); !s.ok() || *done) return s;
+  }
+  return core::Status::Ok();
+}
+
+core::Status Session::FinishParked(std::size_t i, const Stop& stop, bool* done) {
+  const std::size_t previous = current_;
+  SwitchTo(i);
+  threads_[i].parked = false;
+  const core::Address pc = threads_[i].parked_pc;
+  const Decoded d = threads_[i].parked_insn;
+  core::Status s = core::Status::Ok();
+  switch (stop.kind) {
+    case Stop::kStepped:
+      s = OnStepped(pc, d);
+      break;
+    case Stop::kSignal:
+      s = OnSignal(pc, d, stop.signal, done);
+      break;
+    case Stop::kEvent:
+      s = OnEvent(stop);
+      break;
+    case Stop::kExited:
+    case Stop::kKilled: {
+      Stop end = stop;
+      if (tracee_.alive()) tracee_.ReapAll(&end);
+      *done = true;
+      result_.end =
+          end.kind == Stop::kExited ? RecordResult::End::kExited : RecordResult::End::kKilled;
+      result_.exit_code = end.exit_code;
+      result_.signal = end.signal;
+      return s;
+    }
+  }
+  if (previous != i && Runnable(threads_[previous])) SwitchTo(previous);
+  return s;
+}
+
+core::Status Session::AddThread(pid_t tid) {
+  if (core::Status s = tracee_.WaitNewThread(tid); !s.ok()) return s;
+  Thread t;
+  t.tid = tid;
+  t.index = static_cast<std::uint32_t>(threads_.size());
+  const pid_t parent = tracee_.thread();
+  tracee_.Select(tid);
+  core::Status s = tracee_.GetRegs(&t.regs);
+  if (s.ok() && (t.regs.eflags & kTf)) {
+    // Inherited from the single-stepped parent: the program never set it.
+    t.regs.eflags &= ~kTf;
+    s = tracee_.SetRegs(t.regs);
+  }
+  if (s.ok()) s = tracee_.GetXState(&xstate_);
+  tracee_.Select(parent);
+  if (!s.ok()) return s;
+  t.slots.resize(layout_.count());
+  layout_.CollectGprs(t.regs, t.slots);
+  layout_.CollectFp(xstate_, t.slots);
+  started_.push_back(threads_.size());
+  threads_.push_back(std::move(t));
   return core::Status::Ok();
 }
 
@@ -211,6 +515,23 @@ void Session::Capture(std::span<const Range> ranges) {
       space_.Note(c.start, std::span(bytes).subspan(from, c.size));
       spans_.push_back({c.start, c.size});
     }
+  }
+}
+
+void Session::CollectReads(const Decoded& d, const user_regs_struct& after) {
+  reads_.clear();
+  if (!options_.reads) return;
+  read_ranges_.clear();
+  InsnDecoder::Reads(d, regs_, after, &read_ranges_);
+  std::uint64_t total = 0;
+  for (const Range& r : read_ranges_) total += r.size;
+  read_data_.assign(total, 0);
+  std::size_t at = 0;
+  for (const Range& r : read_ranges_) {
+    const std::span<std::uint8_t> out = std::span(read_data_).subspan(at, r.size);
+    if (options_.read_values) space_.ReadTraced(tracee_, r.start, out);
+    reads_.push_back({r.start, out});
+    at += r.size;
   }
 }
 
@@ -251,6 +572,8 @@ core::Status Session::OnStepped(core::Address pc, const Decoded& d) {
   if (d.syscall) {
     if (core::Status s = SyscallEffects(regs_, after, &sys, &maps); !s.ok()) return s;
   } else {
+    // Reads first: their contents are the trace's view before this step.
+    CollectReads(d, after);
     InsnDecoder::Writes(d, regs_, after, &ranges_);
     if (d.unknown_writes) {
       ++result_.full_diffs;
@@ -279,12 +602,13 @@ core::Status Session::OnStepped(core::Address pc, const Decoded& d) {
     offset += spans_[i].second;
   }
   const std::uint8_t size = d.size ? d.size : static_cast<std::uint8_t>(0);
+  SinkFollows();
   if (!d.syscall) {
-    sink_.OnInstruction({pc, size, changes_, writes_});
+    sink_.OnInstruction({pc, size, changes_, writes_, reads_});
     return core::Status::Ok();
   }
   ++result_.syscalls;
-  sink_.OnInstruction({pc, size, {}, {}});
+  sink_.OnInstruction({pc, size, {}, {}, {}});
   sys.writes = writes_;
   sys.registers = changes_;
   sys.unmapped = maps.unmapped;
@@ -380,10 +704,7 @@ core::Status Session::OnSignal(core::Address pc, const Decoded& d, int sig, bool
     return core::Status::Unsupported("the program received " + name +
                                      ": stop signals are not supported yet");
   }
-  if (HandlesSignal(tracee_.pid(), sig)) {
-    return core::Status::Unsupported("the program received " + name +
-                                     ", which it handles: signal handlers are not supported yet");
-  }
+  if (HandlesSignal(tracee_.pid(), sig)) return DeliverHandled(pc, d, sig, done);
   user_regs_struct now{};
   if (core::Status s = tracee_.GetRegs(&now); !s.ok()) return s;
   if (std::memcmp(&now, &regs_, sizeof now) != 0) {
@@ -396,9 +717,81 @@ core::Status Session::OnSignal(core::Address pc, const Decoded& d, int sig, bool
   return core::Status::Ok();
 }
 
+core::Status Session::DeliverHandled(core::Address pc, const Decoded& d, int sig, bool* done) {
+  const std::string name = SignalName(sig);
+  user_regs_struct now{};
+  if (core::Status s = tracee_.GetRegs(&now); !s.ok()) return s;
+  if (std::memcmp(&now, &regs_, sizeof now) != 0) {
+    // The instruction ran first: a system call (completed, or interrupted
+    // with -ERESTART*, which the delivery turns into -EINTR or a restart).
+    if (!d.syscall) {
+      return core::Status::Unsupported("the program received " + name +
+                                       " after an instruction that is not a system call: "
+                                       "not supported");
+    }
+    if (core::Status s = OnStepped(pc, d); !s.ok()) return s;
+  }
+  core::Expected<Stop> stop = tracee_.Step(sig);
+  if (!stop.ok()) return stop.status();
+  if (stop->kind == Stop::kExited || stop->kind == Stop::kKilled) {
+    Stop end = *stop;
+    if (tracee_.alive()) tracee_.ReapAll(&end);
+    *done = true;
+    result_.end =
+        end.kind == Stop::kExited ? RecordResult::End::kExited : RecordResult::End::kKilled;
+    result_.exit_code = end.exit_code;
+    result_.signal = end.signal;
+    return core::Status::Ok();
+  }
+  if (stop->kind != Stop::kStepped) {
+    return core::Status::Unsupported("another signal or event arrived while " + name +
+                                     " was delivered: not supported yet");
+  }
+  user_regs_struct after{};
+  if (core::Status s = tracee_.GetRegs(&after); !s.ok()) return s;
+  // The frame's saved rflags (rt_sigframe: pretcode, uc_flags, uc_link,
+  // uc_stack, then sigcontext with rflags at +136) carry the TF that
+  // single-stepping set; the program never sees it.
+  const core::Address saved_flags = after.rsp + 8 + 8 + 8 + 24 + 136;
+  std::uint64_t flags = 0;
+  if (tracee_.ReadMemory(saved_flags, {reinterpret_cast<std::uint8_t*>(&flags), 8}) == 8 &&
+      (flags & (kTf | kRf))) {
+    flags &= ~(kTf | kRf);
+    if (core::Status s =
+            tracee_.WriteMemory(saved_flags, {reinterpret_cast<std::uint8_t*>(&flags), 8});
+        !s.ok())
+      return s;
+  }
+  next_slots_ = slots_;
+  layout_.CollectGprs(after, next_slots_);
+  if (core::Status s = tracee_.GetXState(&xstate_); !s.ok()) return s;
+  layout_.CollectFp(xstate_, next_slots_);
+  changes_.clear();
+  DiffRegisters(layout_, slots_, next_slots_, 0, layout_.count(), &changes_);
+  // The frame: every byte of writable memory that changed.
+  data_.clear();
+  spans_.clear();
+  ranges_.clear();
+  ++result_.full_diffs;
+  space_.Diff(tracee_, &ranges_);
+  Capture(ranges_);
+  writes_.clear();
+  std::size_t offset = 0;
+  for (const auto& [address, size] : spans_) {
+    writes_.push_back({address, std::span<const std::uint8_t>(data_).subspan(offset, size)});
+    offset += size;
+  }
+  slots_.swap(next_slots_);
+  regs_ = after;
+  ++result_.signals;
+  SinkFollows();
+  sink_.OnSignal({sig, after.rip, changes_, writes_});
+  return core::Status::Ok();
+}
+
 core::Status Session::OnEvent(const Stop& stop) {
   unsigned long msg = 0;
-  ptrace(PTRACE_GETEVENTMSG, tracee_.pid(), nullptr, &msg);
+  ptrace(PTRACE_GETEVENTMSG, tracee_.thread(), nullptr, &msg);
   if (stop.event == PTRACE_EVENT_EXEC) {
     return core::Status::Unsupported(
         "the program calls execve: recording across exec is not "
@@ -407,8 +800,8 @@ core::Status Session::OnEvent(const Stop& stop) {
   if (msg != 0) kill(static_cast<pid_t>(msg), SIGKILL);  // the new child or thread
   if (stop.event == PTRACE_EVENT_CLONE) {
     return core::Status::Unsupported(
-        "the program creates a thread (clone): multi-threaded "
-        "programs are not supported yet");
+        "the program creates a process with clone (without CLONE_THREAD): recording child "
+        "processes is not supported yet");
   }
   return core::Status::Unsupported(
       "the program creates a process (fork/vfork): recording "

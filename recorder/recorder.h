@@ -21,8 +21,26 @@
 // r11 after `syscall` and the flags `pushf` stores lose the TF bit that
 // single-stepping sets; eflags loses RF.
 //
-// Refused (Unsupported, the trace ends before the instruction): clone,
-// fork, vfork, execve, signals the program handles, stop signals, int3.
+// Threads (clone with CLONE_THREAD) are recorded one at a time, in a
+// deterministic round robin (a turn ends after kTimeSlice instructions or
+// when the thread exits); a system call that may block (futex waits, reads,
+// sleeps, ...) runs while the other threads are stepped and is recorded
+// when it returns. Each thread has its own frames in the sink
+// (OnThreadSwitch/OnThreadStart).
+//
+// Reads (RecordOptions::reads): the decoded load operands of every
+// instruction (InsnDecoder::Reads).
+//
+// Signals the program handles are delivered by the kernel (a step with the
+// signal) and recorded as an event of their own (SignalRecord): the frame
+// written on the stack (a diff of writable memory), every register the
+// delivery changed, the handler's address; rt_sigreturn is an ordinary
+// system call. The frame's saved rflags lose the TF of single-stepping.
+//
+// Refused (Unsupported, the trace ends before the instruction): clone
+// without CLONE_THREAD, fork, vfork, execve, stop signals, int3, the main
+// thread's exit while others run, a signal arriving during another
+// signal's delivery.
 // Signals it does not handle are delivered (ignored ones vanish, fatal ones
 // end the recording like an exit).
 //
@@ -48,6 +66,11 @@ struct RecordOptions {
   // false stops the recording (Ctrl-C).
   std::function<bool(std::uint64_t instructions)> progress;
   std::uint64_t check_interval = 1u << 20;  // full diffs; 0: only at the end
+  // Record each instruction's reads (insn_decoder.h: InsnDecoder::Reads).
+  bool reads = true;
+  // Give the reads' contents (read from the tracee and the trace's view of
+  // writable memory: one more memory read per instruction); else zeros.
+  bool read_values = false;
 };
 
 struct RecordResult {
@@ -59,6 +82,7 @@ struct RecordResult {
   std::uint64_t missed_bytes = 0;      // found by the periodic checks
   std::uint64_t missed_registers = 0;  // FP registers the decoder did not announce
   std::uint64_t full_diffs = 0;        // syscalls and instructions without known writes
+  std::uint64_t signals = 0;           // handled signals delivered (and recorded)
 };
 
 // Records until the program exits, max_instructions or progress says stop.

@@ -10,10 +10,12 @@
 //            register, the auxiliary vector and the executable's path.
 //   OnInstruction / OnSyscall, in execution order:
 //     - OnInstruction per retired instruction: the registers it changed
-//       (values after it; rip is implied by pc + size or the next pc) and
-//       the memory it wrote (contents after it);
+//       (values after it; rip is implied by pc + size or the next pc), the
+//       memory it wrote (contents after it) and the memory it read;
 //     - OnSyscall right after the OnInstruction of a `syscall`: the
 //       kernel's side effects (mappings, memory, registers).
+//   OnThreadSwitch / OnThreadStart between them when the program has
+//            several threads (one runs at a time).
 //   Finish   once (exit, Ctrl-C, --max-insns, error): completes the file.
 //
 // Spans passed to a sink are valid only during the call.
@@ -64,6 +66,27 @@ struct InstructionRecord {
   std::uint8_t size = 0;
   std::span<const core::RegisterWrite> registers;  // changed ones, values after
   std::span<const core::MemoryAccess> writes;      // contents after
+  // What it read (RecordOptions::reads): contents before it when
+  // RecordOptions::read_values, else zeros of the right size.
+  std::span<const core::MemoryAccess> reads;
+};
+
+// A thread the program created (clone with CLONE_THREAD), before its first
+// instruction.
+struct ThreadStartRecord {
+  std::uint32_t thread = 0;                        // 1, 2, ... in creation order
+  std::span<const core::RegisterWrite> registers;  // every tracked register
+  core::Address pc = 0;
+};
+
+// A signal the program handles, delivered before the next instruction: the
+// kernel's frame on the stack (writes), the registers it set (values after)
+// and the handler's first instruction.
+struct SignalRecord {
+  int signal = 0;
+  core::Address handler = 0;
+  std::span<const core::RegisterWrite> registers;
+  std::span<const core::MemoryAccess> writes;
 };
 
 struct SyscallRecord {
@@ -83,6 +106,17 @@ class RecordingSink {
   virtual core::Status OnStart(const StartInfo& start) = 0;
   virtual void OnInstruction(const InstructionRecord& insn) = 0;
   virtual void OnSyscall(const SyscallRecord& syscall) = 0;
+  // Threads (0 is the initial thread; the calls are about thread 0 until
+  // the first switch): the calls that follow are about thread `to`.
+  // `from_next_pc`: where the thread the calls were about so far continues
+  // (unset when it exited). A sink that ignores threads may ignore both.
+  virtual void OnThreadSwitch(std::uint32_t to, std::optional<core::Address> from_next_pc) {
+    (void)to, (void)from_next_pc;
+  }
+  // A handled signal's delivery (between two OnInstruction calls).
+  virtual void OnSignal(const SignalRecord& signal) { (void)signal; }
+  // Right after OnThreadSwitch(start.thread): the new thread's state.
+  virtual void OnThreadStart(const ThreadStartRecord& start) { (void)start; }
   // `exited`: the program ended (as opposed to being cut short).
   virtual core::Status Finish(bool exited) = 0;
 };

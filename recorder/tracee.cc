@@ -153,21 +153,65 @@ void Tracee::Kill() {
 }
 
 core::Expected<Stop> Tracee::Step(int signal) {
-  if (ptrace(PTRACE_SINGLESTEP, pid_, nullptr, signal) != 0) {
+  if (ptrace(PTRACE_SINGLESTEP, thread_, nullptr, signal) != 0) {
     return core::Status::IOError("PTRACE_SINGLESTEP: " + Errno(errno));
   }
   int status = 0;
-  if (waitpid(pid_, &status, __WALL) != pid_)
+  if (waitpid(thread_, &status, __WALL) != thread_)
     return core::Status::IOError("waitpid: " + Errno(errno));
+  return Decode(thread_, status);
+}
+
+core::Status Tracee::Resume() {
+  if (ptrace(PTRACE_SINGLESTEP, thread_, nullptr, 0) != 0) {
+    return core::Status::IOError("PTRACE_SINGLESTEP: " + Errno(errno));
+  }
+  return core::Status::Ok();
+}
+
+core::Expected<std::optional<Stop>> Tracee::Poll(pid_t* tid, bool wait) {
+  int status = 0;
+  const pid_t got = waitpid(*tid, &status, __WALL | (wait ? 0 : WNOHANG));
+  if (got == 0) return std::optional<Stop>();
+  if (got < 0 || (*tid > 0 && got != *tid))
+    return core::Status::IOError("waitpid: " + Errno(errno));
+  *tid = got;
+  return std::optional<Stop>(Decode(got, status));
+}
+
+core::Status Tracee::WaitNewThread(pid_t tid) {
+  int status = 0;
+  if (waitpid(tid, &status, __WALL) != tid) {
+    return core::Status::IOError("waitpid (new thread): " + Errno(errno));
+  }
+  if (!WIFSTOPPED(status)) {
+    return core::Status::IOError("the new thread " + std::to_string(tid) + " did not stop");
+  }
+  return core::Status::Ok();
+}
+
+void Tracee::ReapAll(Stop* stop) {
+  if (pid_ <= 0) return;
+  int status = 0;
+  for (pid_t p; (p = waitpid(-1, &status, __WALL)) > 0;) {
+    if (p == pid_ && (WIFEXITED(status) || WIFSIGNALED(status))) {
+      *stop = Decode(p, status);
+      break;
+    }
+  }
+  pid_ = -1;
+}
+
+Stop Tracee::Decode(pid_t tid, int status) {
   Stop stop;
   if (WIFEXITED(status)) {
     stop.kind = Stop::kExited;
     stop.exit_code = WEXITSTATUS(status);
-    pid_ = -1;
+    if (tid == pid_) pid_ = -1;
   } else if (WIFSIGNALED(status)) {
     stop.kind = Stop::kKilled;
     stop.signal = WTERMSIG(status);
-    pid_ = -1;
+    if (tid == pid_) pid_ = -1;
   } else if (status >> 16 != 0) {
     stop.kind = Stop::kEvent;
     stop.event = status >> 16;
@@ -181,14 +225,14 @@ core::Expected<Stop> Tracee::Step(int signal) {
 }
 
 core::Status Tracee::GetRegs(user_regs_struct* regs) const {
-  if (ptrace(PTRACE_GETREGS, pid_, nullptr, regs) != 0) {
+  if (ptrace(PTRACE_GETREGS, thread_, nullptr, regs) != 0) {
     return core::Status::IOError("PTRACE_GETREGS: " + Errno(errno));
   }
   return core::Status::Ok();
 }
 
 core::Status Tracee::SetRegs(const user_regs_struct& regs) const {
-  if (ptrace(PTRACE_SETREGS, pid_, nullptr, &regs) != 0) {
+  if (ptrace(PTRACE_SETREGS, thread_, nullptr, &regs) != 0) {
     return core::Status::IOError("PTRACE_SETREGS: " + Errno(errno));
   }
   return core::Status::Ok();
@@ -197,7 +241,7 @@ core::Status Tracee::SetRegs(const user_regs_struct& regs) const {
 core::Status Tracee::GetXState(std::vector<std::uint8_t>* xstate) const {
   if (xstate->size() < 4096) xstate->resize(4096);
   iovec iov{xstate->data(), xstate->size()};
-  if (ptrace(PTRACE_GETREGSET, pid_, reinterpret_cast<void*>(NT_X86_XSTATE), &iov) != 0) {
+  if (ptrace(PTRACE_GETREGSET, thread_, reinterpret_cast<void*>(NT_X86_XSTATE), &iov) != 0) {
     return core::Status::IOError("PTRACE_GETREGSET(NT_X86_XSTATE): " + Errno(errno));
   }
   xstate->resize(iov.iov_len);

@@ -7,6 +7,11 @@
 // options (exit-kill, clone/fork/vfork/exec events). A failed exec is
 // reported with the child's errno through a close-on-exec pipe.
 //
+// Threads: the tracee's threads (created with clone, traced automatically)
+// are driven one at a time: Select() names the thread that Step(),
+// GetRegs(), SetRegs(), GetXState() and Resume() act on (the leader at
+// first). Memory and maps are the process's.
+//
 // Thread-safety: one thread at a time; the thread that spawned the tracee
 // must drive it (ptrace is per-thread).
 #pragma once
@@ -15,6 +20,7 @@
 #include <sys/user.h>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -45,7 +51,8 @@ class Tracee {
   // does not exist, IOError (naming EPERM and its usual causes) when ptrace
   // is refused.
   static core::Expected<Tracee> Spawn(const SpawnOptions& options);
-  Tracee(Tracee&& other) noexcept : pid_(other.pid_), mem_fd_(other.mem_fd_) {
+  Tracee(Tracee&& other) noexcept
+      : pid_(other.pid_), mem_fd_(other.mem_fd_), thread_(other.thread_) {
     other.pid_ = -1;
     other.mem_fd_ = -1;
   }
@@ -55,9 +62,25 @@ class Tracee {
   pid_t pid() const { return pid_; }
   bool alive() const { return pid_ > 0; }
 
-  // Single-steps (delivering `signal` if not 0) and waits for the next stop.
+  // Single-steps the selected thread (delivering `signal` if not 0) and
+  // waits for its next stop. The exit of a thread other than the leader
+  // leaves the process alive (ReapAll() ends it after exit_group).
   core::Expected<Stop> Step(int signal = 0);
   void Kill();
+
+  void Select(pid_t tid) { thread_ = tid; }
+  pid_t thread() const { return thread_; }
+  // Single-steps the selected thread without waiting (a system call that
+  // may block runs while other threads are stepped); Poll() collects it.
+  core::Status Resume();
+  // The next stop of thread *tid (any thread when *tid is -1; *tid is then
+  // set), resumed by Resume(); none yet unless `wait`.
+  core::Expected<std::optional<Stop>> Poll(pid_t* tid, bool wait);
+  // Waits for a new thread's first stop (after PTRACE_EVENT_CLONE).
+  core::Status WaitNewThread(pid_t tid);
+  // After the process exited (exit_group, a fatal signal): reaps every
+  // thread; the leader's status in *stop.
+  void ReapAll(Stop* stop);
 
   core::Status GetRegs(user_regs_struct* regs) const;
   core::Status SetRegs(const user_regs_struct& regs) const;
@@ -76,9 +99,11 @@ class Tracee {
   std::string ExecutablePath() const;
 
  private:
-  Tracee(pid_t pid, int mem_fd) : pid_(pid), mem_fd_(mem_fd) {}
+  Tracee(pid_t pid, int mem_fd) : pid_(pid), mem_fd_(mem_fd), thread_(pid) {}
+  Stop Decode(pid_t tid, int status);
   pid_t pid_ = -1;
   int mem_fd_ = -1;  // /proc/PID/mem: reads what PTRACE may read
+  pid_t thread_ = -1;
 };
 
 // Unsupported unless `path` is an x86-64 ELF file; NotFound if missing.

@@ -47,9 +47,10 @@ core::UsercornMapping ToUsercorn(const Mapping& m) {
 
 }  // namespace
 
-core::Expected<std::unique_ptr<UsercornSink>> UsercornSink::Create(const std::string& path) {
+core::Expected<std::unique_ptr<UsercornSink>> UsercornSink::Create(const std::string& path,
+                                                                   bool records_reads) {
   core::Expected<std::unique_ptr<core::UsercornRecordingWriter>> w =
-      core::CreateUsercornRecording(path);
+      core::CreateUsercornRecording(path, records_reads);
   if (!w.ok()) return w.status();
   return std::unique_ptr<UsercornSink>(new UsercornSink(std::move(*w)));
 }
@@ -70,15 +71,15 @@ void UsercornSink::Convert(std::span<const core::RegisterWrite> registers, bool 
   for (const core::RegisterWrite& r : registers) {
     const std::uint16_t size = x86.info(r.reg).size;
     for (int i = 0; i < 16; ++i) {
-      if (r.reg == v.xmm[i]) std::memcpy(ymm_[i].data(), r.value, 16);
+      if (r.reg == v.xmm[i]) std::memcpy(halves_.ymm[i].data(), r.value, 16);
       if (r.reg == v.ymmh[i]) {
-        std::memcpy(ymm_[i].data() + 16, r.value, 16);
+        std::memcpy(halves_.ymm[i].data() + 16, r.value, 16);
         ymm_dirty[i] = true;
       }
     }
     if (const std::uint16_t pair = arch.SplitU64Of(r.reg); pair != core::kNoUnicornRegister) {
       // Half of a u64 REG (FIP = fioff + fiseg): update that half, send both.
-      std::uint64_t& value = split_[pair];
+      std::uint64_t& value = halves_.split[pair];
       const unsigned shift = arch.UnicornOf(r.reg) == pair ? 0 : 8 * x86.info(arch.Find(pair)).size;
       const std::uint64_t mask = ((std::uint64_t(1) << (8 * size)) - 1) << shift;
       std::uint64_t half = 0;
@@ -100,11 +101,11 @@ void UsercornSink::Convert(std::span<const core::RegisterWrite> registers, bool 
       special_.emplace_back(unicorn, std::vector<std::uint8_t>(r.value, r.value + size));
     }
   }
-  for (std::uint16_t pair : split_dirty) regs_.push_back({pair, split_[pair]});
+  for (std::uint16_t pair : split_dirty) regs_.push_back({pair, halves_.split[pair]});
   for (int i = 0; i < 16; ++i) {
     if (!ymm_dirty[i]) continue;
     special_.emplace_back(static_cast<std::uint16_t>(kUnicornYmm0 + i),
-                          std::vector<std::uint8_t>(ymm_[i].begin(), ymm_[i].end()));
+                          std::vector<std::uint8_t>(halves_.ymm[i].begin(), halves_.ymm[i].end()));
   }
 }
 
@@ -135,6 +136,7 @@ void UsercornSink::OnInstruction(const InstructionRecord& insn) {
   u.pc = insn.pc;
   u.size = insn.size;
   u.writes = insn.writes;
+  u.reads = insn.reads;
   u.registers = regs;
   u.special = special;
   writer_->AppendInstruction(u);
@@ -152,6 +154,40 @@ void UsercornSink::OnSyscall(const SyscallRecord& s) {
   for (const Reg& r : regs_) writer_->Reg(r.unicorn, r.value);
   for (const auto& [unicorn, data] : special_) writer_->SpReg(unicorn, data);
   writer_->EndSyscall();
+}
+
+void UsercornSink::OnThreadSwitch(std::uint32_t to, std::optional<core::Address> from_next_pc) {
+  if (to == thread_) return;
+  others_[thread_] = std::move(halves_);
+  halves_ = std::move(others_[to]);
+  others_.erase(to);
+  thread_ = to;
+  writer_->SwitchThread(to, from_next_pc);
+}
+
+void UsercornSink::OnThreadStart(const ThreadStartRecord& start) {
+  OnThreadSwitch(start.thread, std::nullopt);
+  halves_ = Halves();
+  Convert(start.registers, false);
+  std::vector<core::UsercornRegisterValue> regs;
+  for (const Reg& r : regs_) regs.push_back({r.unicorn, r.value});
+  std::vector<core::UsercornRecordingWriter::SpecialRegister> special;
+  for (const auto& [unicorn, data] : special_) special.emplace_back(unicorn, data);
+  writer_->StartThread(regs, special, start.pc);
+}
+
+void UsercornSink::OnSignal(const SignalRecord& s) {
+  Convert(s.registers, false);
+  std::vector<core::UsercornRegisterValue> regs;
+  for (const Reg& r : regs_) regs.push_back({r.unicorn, r.value});
+  std::vector<core::UsercornRecordingWriter::SpecialRegister> special;
+  for (const auto& [unicorn, data] : special_) special.emplace_back(unicorn, data);
+  core::UsercornInstruction u;
+  u.pc = s.handler;
+  u.writes = s.writes;
+  u.registers = regs;
+  u.special = special;
+  writer_->AppendJumpEvent(u);
 }
 
 core::Status UsercornSink::Finish(bool exited) {

@@ -36,12 +36,22 @@ namespace backstep::record {
 
 class UsercornSink final : public RecordingSink {
  public:
-  static core::Expected<std::unique_ptr<UsercornSink>> Create(const std::string& path);
+  // `records_reads`: the trace declares that it holds every read (the
+  // recorder runs with RecordOptions::reads), and OnInstruction writes them.
+  static core::Expected<std::unique_ptr<UsercornSink>> Create(const std::string& path,
+                                                              bool records_reads = false);
   ~UsercornSink() override;
 
   core::Status OnStart(const StartInfo& start) override;
   void OnInstruction(const InstructionRecord& insn) override;
   void OnSyscall(const SyscallRecord& syscall) override;
+  // Thread n goes out as FRAMEs of pid n (thread n + 1 to backstep's
+  // reader); a new thread's state is an event of its own (REG, SPREG, JMP).
+  void OnThreadSwitch(std::uint32_t to, std::optional<core::Address> from_next_pc) override;
+  void OnThreadStart(const ThreadStartRecord& start) override;
+  // A signal's delivery is an event of its own: its writes and registers,
+  // then a JMP to the handler.
+  void OnSignal(const SignalRecord& signal) override;
   core::Status Finish(bool exited) override;
 
  private:
@@ -56,8 +66,14 @@ class UsercornSink final : public RecordingSink {
   };
   std::vector<Reg> regs_;
   std::vector<std::pair<std::uint16_t, std::vector<std::uint8_t>>> special_;
-  std::array<std::array<std::uint8_t, 32>, 16> ymm_{};  // current xmmN | ymmNh
-  std::map<std::uint16_t, std::uint64_t> split_;        // current FIP, FDP (both halves)
+  // The current thread's register halves (other threads' in others_).
+  struct Halves {
+    std::array<std::array<std::uint8_t, 32>, 16> ymm{};  // xmmN | ymmNh
+    std::map<std::uint16_t, std::uint64_t> split;        // FIP, FDP (both halves)
+  };
+  Halves halves_;
+  std::map<std::uint32_t, Halves> others_;
+  std::uint32_t thread_ = 0;
   bool finished_ = false;
 };
 

@@ -144,13 +144,16 @@ class Scenarios:
                               ("accumulate", L["squares-store"]),
                               ("accumulate", L["squares-store"]), ("main", L["print"])])
 
-    def test_read_watchpoints_refused(self):
+    def test_read_watchpoints(self):
+        # `backstep record` records reads: the first read of counter is
+        # i=0's `counter += local` (100), the next access its write (101).
         with self.gdb(["rwatch counter", "continue", "delete", "awatch counter", "continue",
                        WHEN, "monitor info"]) as out:
-            util.expect(self, r"^Could not insert hardware watchpoint 1\.$", out)
-            util.expect(self, r"^Could not insert hardware watchpoint 2\.$", out)
-            util.expect(self, r"^reads:\s+not recorded", out)
-            self.assertEqual(positions(out), [0])  # nothing ran
+            util.expect(self, r"^Hardware read watchpoint 1: counter\n\nValue = 100$", out)
+            util.expect(self, r"^Hardware access \(read/write\) watchpoint 2: counter\n\n"
+                        r"Old value = 100\nNew value = 101$", out)
+            util.expect(self, r"^reads:\s+recorded", out)
+            self.assertEqual(source_lines(out), [L["counter-add"]] * 2)
 
     def test_history_ends(self):
         with self.gdb(["reverse-stepi", WHEN, "continue", WHEN, "stepi", WHEN,

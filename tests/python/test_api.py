@@ -112,5 +112,5 @@ def test_errors_name_the_file(workdir, reven, loop_ucir):
     assert err.value.position == len(t) + 5 and err.value.file == reven.path
     assert err.value.code == "OutOfRange"
     with pytest.raises(backstep.TraceError) as err:
-        backstep.open(loop_ucir.path).reads(0x10, 1)  # usercorn records no reads
+        backstep.open(reven.path).reads(0x10, 1)  # REVEN traces record no reads
     assert "records no memory reads" in str(err.value)

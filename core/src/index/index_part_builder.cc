@@ -73,6 +73,7 @@ class IndexPartBuilder {
   std::uint32_t pc_offset_;
   bool pc_is_u64_;
   bool records_reads_ = false;
+  bool infers_values_ = false;  // reads carry their values (not placeholders)
 
   std::vector<std::unique_ptr<ThreadState>> threads_;
   std::unordered_map<std::uint64_t, std::size_t> thread_index_;
@@ -202,7 +203,7 @@ void IndexPartBuilder::AddAccess(AccessListBuilder& list, std::uint64_t event,
     const std::uint64_t n = std::min<std::uint64_t>(total - done, kPageSize - offset);
     auto piece = access.data.subspan(done, n);
     list.Add(event, page, offset, piece, RefOffset(piece.data(), n), done, total);
-    if (records_reads_) {
+    if (infers_values_) {
       if (is_read) {
         tracker_.Read(page, offset, static_cast<std::uint32_t>(n),
                       [&](std::uint32_t start, std::uint32_t length) {
@@ -275,6 +276,7 @@ void IndexPartBuilder::Finish(std::uint64_t events, IndexTables* out) {
 
 Status IndexPartBuilder::Run(IndexTables* out) {
   records_reads_ = reader_.header().records_reads;
+  infers_values_ = records_reads_ && reader_.header().read_values;
   const std::uint64_t interval = plan_.keyframe_interval;
   for (auto& [tid, regs] : plan_.seed) {
     const std::size_t i = ThreadIndex(tid, kNoEvent);

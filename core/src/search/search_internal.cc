@@ -46,6 +46,16 @@ Access GatherAccess(const Trace& trace, AccessListKind list, const AccessHit& hi
   const Address start = hit.address() - e.piece_offset;
   a.address = range.debugger + (start - range.lo);
   a.data.assign(e.access_length, 0);
+  if (!a.is_write && !trace.header().read_values) {
+    // The trace holds no read values: a read sees the memory of its position.
+    std::vector<std::uint8_t> known(e.access_length);
+    const ImageReadFn image = [&trace](Address at, std::span<std::uint8_t> out,
+                                       std::span<std::uint8_t> k) {
+      trace.ReadInitialMemory(at, out, k);
+    };
+    ReadNativeMemory(index, image, e.event, start, a.data, known);
+    return a;
+  }
   std::memcpy(a.data.data() + e.piece_offset, hit.data, e.length);
   if (e.access_length == e.length) return a;
   for (Address page_start = start & ~(kPageSize - 1); page_start < start + e.access_length;

@@ -60,7 +60,11 @@ struct TraceHeader {
   // Event count declared by the file, when it declares one (may be wrong for
   // truncated files; the index counts what is really there).
   std::optional<std::uint64_t> declared_events;
-  bool records_reads = false;         // events carry observed reads
+  bool records_reads = false;  // events carry observed reads
+  // false: the reads' data are placeholders (usercorn MEM_READ holds no
+  // value); a read's value is the memory at its position, which queries
+  // compute, and no value is inferred from it.
+  bool read_values = true;
   std::vector<MemoryRegion> regions;  // memory of the initial image
   // Free-form facts for `backstep info`: tool name, version, date, static
   // registers ("cpuid_max_phy_addr" -> "0x28"), ...

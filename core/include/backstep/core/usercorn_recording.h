@@ -88,6 +88,20 @@ class UsercornRecordingWriter {
                        std::span<const SpecialRegister> special = {}) = 0;
   virtual void AppendInstruction(const UsercornInstruction& insn) = 0;
   virtual void AppendExit() = 0;
+  // Effects of no instruction (a signal's delivery): memory writes and
+  // registers, then a JMP to effects.pc; the reader makes them an event of
+  // their own.
+  virtual void AppendJumpEvent(const UsercornInstruction& effects) = 0;
+
+  // Threads: what follows goes into FRAMEs of `pid` (Begin()'s pid is the
+  // first thread). `next_pc`: where the thread written so far continues; a
+  // JMP to it ends that thread's last event when it is not the fall-through
+  // (each thread's next pc is kept, so switching back needs no JMP).
+  virtual void SwitchThread(std::uint64_t pid, std::optional<Address> next_pc) = 0;
+  // A new thread (after SwitchThread to its pid): its registers, then a JMP
+  // to its first instruction, which makes an event of their own.
+  virtual void StartThread(std::span<const UsercornRegisterValue> registers,
+                           std::span<const SpecialRegister> special, Address pc) = 0;
 
   // A SYSCALL container and the ops that go in it.
   virtual void BeginSyscall(std::uint32_t num, std::uint64_t ret,
@@ -107,6 +121,9 @@ class UsercornRecordingWriter {
 };
 
 // A UCIR file writer for x86-64 Linux (header arch "x86_64", os "linux").
-Expected<std::unique_ptr<UsercornRecordingWriter>> CreateUsercornRecording(const std::string& path);
+// `records_reads`: the keyframe declares (with a MEM_READ of size 0) that
+// every instruction's reads are in the file, so readers report them.
+Expected<std::unique_ptr<UsercornRecordingWriter>> CreateUsercornRecording(
+    const std::string& path, bool records_reads = false);
 
 }  // namespace backstep::core

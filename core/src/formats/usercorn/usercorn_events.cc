@@ -113,7 +113,7 @@ Expected<bool> UsercornEventDecoder::Next(UsercornCursor* at, Event* event) {
     // tail op is undone and the next call reports the damage.
     const Work saved = w;
     const std::size_t registers = event->registers.size(), writes = writes_.size(),
-                      description = description_.size();
+                      reads = event->reads.size(), description = description_.size();
     std::uint8_t type = 0;
     Status s = stream_->Peek(&type);
     if (s.ok() && w.complete) {
@@ -137,6 +137,7 @@ Expected<bool> UsercornEventDecoder::Next(UsercornCursor* at, Event* event) {
       }
       w = saved;
       event->registers.resize(registers);
+      event->reads.resize(reads);
       writes_.resize(writes);
       description_.resize(description);
       BACKSTEP_RETURN_IF_ERROR(stream_->Seek(start.pos));
@@ -287,8 +288,14 @@ Status UsercornEventDecoder::Apply(const UcirOpFields& op, UsercornCursor& c, Wo
       ApplyRegister(op.reg, std::span<const std::uint8_t>(arena_.data() + op.data, op.size), w);
       return Status::Ok();
     }
-    case kOpMemRead:  // no value: nothing to report (records_reads is false)
+    case kOpMemRead:  // no value: a placeholder, when reads are reported
       w.content = true;
+      if (reports_reads_ && op.size > 0) {
+        w.event->reads.push_back(
+            {op.addr,
+             std::span<const std::uint8_t>(kZeros, static_cast<std::size_t>(std::min<std::uint64_t>(
+                                                       op.size, kMaxMapZeroFill)))});
+      }
       return Status::Ok();
     case kOpMemWrite:
       w.content = true;

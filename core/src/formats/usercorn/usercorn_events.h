@@ -21,7 +21,9 @@
 //     ThreadId(pid + 1) of the frame its STEP or JMP is in.
 //   * SYSCALL is decoded whole; nested FRAME, KEYFRAME, SYSCALL or STEP is
 //     Corruption. A nested JMP just sets rip.
-// MEM_READ carries no value (records_reads is false): reads are dropped.
+// MEM_READ carries no value: reads are dropped, unless set_reports_reads()
+// (the keyframe declares that every read is recorded); they are then
+// reported with placeholder (zero) data, at most kMaxMapZeroFill bytes.
 // MEM_MAP zero-fills mappings of at most kMaxMapZeroFill bytes; MAP, UNMAP
 // and PROT are named in the event's description, with syscalls.
 //
@@ -84,6 +86,7 @@ class UsercornEventDecoder {
   // (or Unsupported past backstep's limits) names the file and the op's
   // stream position; *at is then unchanged too.
   Expected<bool> Next(UsercornCursor* at, Event* event);
+  void set_reports_reads(bool on) { reports_reads_ = on; }
 
  private:
   enum class Rip : unsigned char { kNone, kAdd, kSet };
@@ -126,6 +129,7 @@ class UsercornEventDecoder {
   std::vector<std::uint8_t> scratch_;  // SyscallHoldsExit()'s
   std::vector<PendingWrite> writes_;
   std::string description_;
+  bool reports_reads_ = false;
 };
 
 }  // namespace backstep::core

@@ -40,6 +40,7 @@ Expected<std::unique_ptr<UsercornReader>> UsercornReader::Open(
   reader->decoder_ = std::make_unique<UsercornEventDecoder>(&reader->stream_, *reader->arch_);
   UsercornCursor cursor;
   BACKSTEP_RETURN_IF_ERROR(reader->ReadKeyframe(&cursor));
+  reader->decoder_->set_reports_reads(reader->declares_reads_);
   BACKSTEP_ASSIGN_OR_RETURN(UsercornEventDecoder::Prologue prologue,
                             reader->decoder_->ReadPrologue(&cursor));
   reader->cursor_ = cursor;
@@ -155,8 +156,11 @@ Status UsercornReader::ApplyKeyframeOp(const UcirOpFields& op, SnappyPos at, Reg
   std::optional<UcirOpFields> map;
   last_map_.swap(map);
   switch (op.type) {
-    case kOpNop:
     case kOpMemRead:
+      // backstep's declaration: every instruction's reads are recorded.
+      if (op.size == 0) declares_reads_ = true;
+      return Status::Ok();
+    case kOpNop:
     case kOpMemProt:  // the image has no protections
       return Status::Ok();
     case kOpReg:
@@ -219,7 +223,8 @@ void UsercornReader::FillHeader(std::optional<Address> pc) {
   header_.format = "usercorn";
   header_.arch = &arch_->arch();
   header_.address_kind = AddressKind::kVirtual;
-  header_.records_reads = false;
+  header_.records_reads = declares_reads_;
+  header_.read_values = false;
   header_.regions = image_.Regions();
   auto& p = header_.properties;
   p.emplace_back("version", std::to_string(version_));

@@ -20,7 +20,9 @@
 // everything unknown but rip.
 //
 // Header: format "usercorn", X86_64(), virtual addresses, no declared event
-// count, records_reads false (MEM_READ holds no value), the keyframe's
+// count, records_reads only when the keyframe declares it with a MEM_READ
+// of size 0 (`backstep record` records every read), read_values false
+// (MEM_READ holds no value: queries take it from memory), the keyframe's
 // mappings as regions. Properties: version, os, keyframe summary, initial
 // pc, "unmapped registers" (Unicorn enums of the keyframe that backstep
 // ignores) and "keyframe warning" for data usercorn's trimming bug
@@ -98,6 +100,7 @@ class UsercornReader final : public TraceReader {
   std::vector<std::uint16_t> ignored_;  // keyframe REG enums with no register
   std::optional<UcirOpFields> last_map_;
   std::uint64_t keyframe_registers_ = 0, keyframe_maps_ = 0;
+  bool declares_reads_ = false;  // a keyframe MEM_READ of size 0
   UsercornCursor cursor_;
 };
 

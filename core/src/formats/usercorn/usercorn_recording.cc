@@ -10,10 +10,12 @@ Status UsercornWriter::Begin(std::uint64_t pid, std::span<const UsercornRegister
                              std::span<const UsercornMapping> mappings,
                              const MappingReader& read_mapping, std::optional<Address> pc,
                              std::span<const SpecialRegister> special) {
-  const std::uint64_t count = registers.size() + special.size() + 2 * mappings.size();
+  const std::uint64_t count =
+      registers.size() + special.size() + 2 * mappings.size() + (options_.declare_reads ? 1 : 0);
   if (count > 0xffffffffu) return Status::InvalidArgument("usercorn writer: keyframe too large");
   pid_ = pid;
   BeginKeyframe(pid, static_cast<std::uint32_t>(count));
+  if (options_.declare_reads) MemRead(0, 0);
   for (const UsercornRegisterValue& r : registers) Reg(r.unicorn, r.value);
   for (const auto& [unicorn, value] : special) SpReg(unicorn, value);
   std::vector<std::uint8_t> data;
@@ -101,6 +103,27 @@ void UsercornWriter::AppendSyscall(const UsercornSyscall& s) {
   EndSyscall();
 }
 
+void UsercornWriter::SwitchThread(std::uint64_t pid, std::optional<Address> next_pc) {
+  if (pid == pid_) return;
+  // The JMP goes into this thread's frame: the reader gives it to the
+  // thread's last event, so the thread resumes there.
+  if (next_pc && next_pc_ != next_pc) AppendJump(*next_pc);
+  thread_next_pc_[pid_] = next_pc ? next_pc : next_pc_;
+  if (!open_.empty()) EndFrame();
+  pid_ = pid;
+  const auto it = thread_next_pc_.find(pid);
+  next_pc_ = it == thread_next_pc_.end() ? std::nullopt : it->second;
+}
+
+void UsercornWriter::StartThread(std::span<const UsercornRegisterValue> registers,
+                                 std::span<const SpecialRegister> special, Address pc) {
+  EnsureFrame();
+  for (const UsercornRegisterValue& r : registers) Reg(r.unicorn, r.value);
+  for (const auto& [unicorn, value] : special) SpReg(unicorn, value);
+  Jmp(pc, 0);
+  next_pc_ = pc;
+}
+
 void UsercornWriter::AppendExit() {
   EnsureFrame();
   Exit();
@@ -110,10 +133,12 @@ void UsercornWriter::AppendExit() {
 
 namespace backstep::core {
 
-Expected<std::unique_ptr<UsercornRecordingWriter>> CreateUsercornRecording(
-    const std::string& path) {
+Expected<std::unique_ptr<UsercornRecordingWriter>> CreateUsercornRecording(const std::string& path,
+                                                                           bool records_reads) {
+  UsercornWriterOptions options;
+  options.declare_reads = records_reads;
   BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<UsercornWriter> writer,
-                            UsercornWriter::CreateFile(path));
+                            UsercornWriter::CreateFile(path, options));
   return std::unique_ptr<UsercornRecordingWriter>(std::move(writer));
 }
 

@@ -34,6 +34,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -61,6 +62,9 @@ struct UsercornWriterOptions {
   // at the mapping's start. Default: trim both ends and write the rest where
   // it belongs.
   bool trim_quirk = false;
+  // Begin(): start the keyframe with a MEM_READ of size 0, which declares
+  // that every instruction's reads are recorded (usercorn_reader.h).
+  bool declare_reads = false;
   // AppendInstruction() closes a frame past this many bytes of ops.
   std::size_t max_frame_bytes = std::size_t{1} << 20;
 };
@@ -113,13 +117,16 @@ class UsercornWriter final : public UsercornRecordingWriter {
   // them an event of their own (a JMP that no STEP precedes). A 0-byte
   // MEM_READ at pc stands in for empty effects so that the event is not
   // merged into the previous one.
-  void AppendJumpEvent(const UsercornInstruction& effects);
+  void AppendJumpEvent(const UsercornInstruction& effects) override;
   // Effects alone (effects.pc is ignored): the reader adds them to the event
   // of the next STEP or JMP.
   void AppendEffects(const UsercornInstruction& effects);
   // Kernel side effects of the syscall instruction appended last.
   void AppendSyscall(const UsercornSyscall& syscall);
   void AppendExit() override;
+  void SwitchThread(std::uint64_t pid, std::optional<Address> next_pc) override;
+  void StartThread(std::span<const UsercornRegisterValue> registers,
+                   std::span<const SpecialRegister> special, Address pc) override;
   // Makes everything appended so far complete chunks in the file.
   void Flush();
 
@@ -159,6 +166,7 @@ class UsercornWriter final : public UsercornRecordingWriter {
   Status status_;
   std::uint64_t pid_ = 0;
   std::optional<Address> next_pc_;  // fall-through of the last instruction
+  std::map<std::uint64_t, std::optional<Address>> thread_next_pc_;  // other threads'
   bool finished_ = false;
 };
 

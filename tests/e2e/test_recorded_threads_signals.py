@@ -1,0 +1,166 @@
+"""Threads and signal handlers in recordings: gdb 13 and lldb-19 against
+`backstep serve` on tests/programs/threads.c and signals.c (-O0, static and
+PIE) recorded with `backstep record`.
+
+threads.c: a producer (thread 1) and a consumer (thread 2) hand items over
+under a mutex and both add to `counter` without it (producer +1 at
+MARK:producer-add, consumer +1000 at MARK:consumer-add). The recorder runs
+one thread at a time; from the end, `watch counter` + `reverse-continue`
+must stop at those lines with the thread that wrote selected.
+
+signals.c: SIGUSR1 (raise) and SIGALRM (interrupting pause) handlers both add
+to `handled`. From the end, `watch handled` + `reverse-continue` must stop in
+each handler, with the signal frame below it in the backtrace.
+
+Run by ctest:
+  /usr/bin/python3 test_recorded_threads_signals.py --backstep BIN --make-example BIN
+                   --programs DIR
+"""
+
+import contextlib
+import os
+import re
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import recorded  # noqa: E402
+import util  # noqa: E402
+
+PROGRAMS = recorded.programs_dir_from_argv()
+HERE = os.path.dirname(os.path.abspath(__file__))
+MONITOR_LLDB = "process plugin packet monitor "
+
+
+def marks(name):
+    lines = {}
+    with open(os.path.join(HERE, "..", "programs", name)) as f:
+        for number, text in enumerate(f, 1):
+            match = re.search(r"MARK:([a-z0-9-]+)", text)
+            if match and number > 5:
+                lines[match.group(1)] = number
+    return lines
+
+
+class Recorded:
+    NAME = None      # program name in tests/programs
+    VARIANT = None
+    EXPECT = None    # what the program prints
+
+    @classmethod
+    def setUpClass(cls):
+        cls.env = util.Env.from_argv()
+        cls.program = os.path.join(PROGRAMS, "%s_%s" % (cls.NAME, cls.VARIANT))
+        path = os.path.join(cls.env.dir, "%s_%s.ucir" % (cls.NAME, cls.VARIANT))
+        out = util.run([cls.env.backstep, "record", "-o", path, "--", cls.program])
+        assert cls.EXPECT in out, out
+        util.run([cls.env.backstep, "index", path])
+        cls.trace = util.Trace(path, {})
+        cls.L = marks(cls.NAME + ".c")
+
+    @contextlib.contextmanager
+    def gdb(self, commands):
+        with util.Server(self.env, self.trace) as server:
+            argv = ["gdb", "-q", "-batch", "-nx", "-ex", "set pagination off",
+                    "-ex", "set confirm off", "-ex", "target remote " + server.address()]
+            for c in commands:
+                argv += ["-ex", c]
+            yield util.run(argv, check=False)
+
+    @contextlib.contextmanager
+    def lldb(self, commands):
+        with util.Server(self.env, self.trace) as server:
+            path = os.path.join(self.env.dir, "cmds-%d.lldb" % time.monotonic_ns())
+            with open(path, "w") as f:
+                f.write("target create %s\n" % self.program)
+                f.write("gdb-remote %s\n" % server.address())
+                for c in commands:
+                    f.write(c + "\n")
+            yield util.run(["lldb-19", "-b", "-o", "command source -e false " + path],
+                           check=False)
+
+
+class Threads(Recorded):
+    NAME = "threads"
+    EXPECT = "sum 210 counter 20020"
+
+    def test_gdb_watch_in_reverse_selects_the_writer(self):
+        steps = ["reverse-continue", "thread"] * 6
+        with self.gdb(["break %d" % self.L["print"], "continue", "delete", "info threads",
+                       "watch counter"] + steps) as out:
+            # At the print (after the join), both threads are listed.
+            util.expect(self, r"^\s+2\s+Thread \S+\.2 ", out)
+            # Each stop: the line of the write and the thread gdb selected.
+            stops = re.findall(r"^Thread (\d+) hit Hardware watchpoint 2: counter\n\n"
+                               r"Old value = \d+\nNew value = \d+\n.* at \S*threads\.c:(\d+)\n"
+                               r"\d+\t.*\n\[Current thread is (\d+) ", out, re.M)
+            self.assertEqual(len(stops), 6, out)
+            writer = {self.L["producer-add"]: "1", self.L["consumer-add"]: "2"}
+            for hit, line, current in stops:
+                self.assertEqual(writer.get(int(line)), hit, out)
+                self.assertEqual(current, hit, out)
+            # Both threads wrote among the last six writes.
+            self.assertEqual({t for t, _, _ in stops}, {"1", "2"}, out)
+
+    def test_lldb_watch_in_reverse_selects_the_writer(self):
+        with self.lldb(["breakpoint set -f threads.c -l %d" % self.L["print"], "continue",
+                        "breakpoint delete 1", "thread list", "watchpoint set variable counter",
+                        MONITOR_LLDB + "direction reverse", "continue", "continue", "continue",
+                        "continue", MONITOR_LLDB + "direction forward"]) as out:
+            util.expect(self, r"^\s+thread #2: tid = \d+", out)
+            stops = re.findall(r"^\* thread #(\d+), .*stop reason = watchpoint 1\n"
+                               r"\s+frame #0: .* at threads\.c:(\d+)", out, re.M)
+            self.assertEqual(len(stops), 4, out)
+            writer = {self.L["producer-add"]: "1", self.L["consumer-add"]: "2"}
+            for thread, line in stops:
+                self.assertEqual(writer.get(int(line)), thread, out)
+            self.assertEqual({t for t, _ in stops}, {"1", "2"}, out)
+
+
+class Signals(Recorded):
+    NAME = "signals"
+    EXPECT = "usr1 10 alrm 14 handled 107"
+
+    def test_gdb_watch_in_reverse_stops_in_handlers(self):
+        with self.gdb(["break %d" % self.L["print"], "continue", "delete", "watch handled",
+                       "reverse-continue", "bt", "reverse-continue", "bt",
+                       "reverse-continue"]) as out:
+            util.expect(self, r"^Old value = 107$", out)
+            util.expect(self, r"^Old value = 7$", out)
+            lines = [int(n) for n in re.findall(r"^(\d+)\t", out, re.M)]
+            self.assertEqual(lines[1:3], [self.L["alrm-write"], self.L["usr1-write"]], out)
+            util.expect(self, r"^#0 .*on_alrm ", out)
+            util.expect(self, r"^#0 .*on_usr1 ", out)
+            util.expect(self, r"^#1\s+<signal handler called>$", out, count=2)
+            util.expect(self, r"^No more reverse-execution history\.", out, count=1)
+
+    def test_lldb_breakpoint_in_handler(self):
+        with self.lldb(["breakpoint set -f signals.c -l %d" % self.L["usr1-write"],
+                        "breakpoint set -f signals.c -l %d" % self.L["alrm-write"],
+                        "continue", "thread backtrace", "continue"]) as out:
+            stops = [int(n) for n in re.findall(r"^\s+frame #0: .* at signals\.c:(\d+)", out,
+                                                re.M)]
+            self.assertEqual(stops, [self.L["usr1-write"], self.L["alrm-write"]], out)
+            util.expect(self, r"frame #1: .*<signal handler called>|frame #1: .*__restore_rt",
+                        out)
+
+
+class ThreadsStatic(Threads, unittest.TestCase):
+    VARIANT = "O0_static"
+
+
+class ThreadsPie(Threads, unittest.TestCase):
+    VARIANT = "O0_pie"
+
+
+class SignalsStatic(Signals, unittest.TestCase):
+    VARIANT = "O0_static"
+
+
+class SignalsPie(Signals, unittest.TestCase):
+    VARIANT = "O0_pie"
+
+
+if __name__ == "__main__":
+    util.main()
