@@ -1,4 +1,4 @@
-// backstep record [-o FILE] [--max-insns N] [--no-reads] -- PROG [ARGS]
+// backstep record [-o FILE] [--max-insns N] [--no-reads] [--follow parent|child] -- PROG [ARGS]
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,6 +30,7 @@ int RunRecord(Args& args) {
   std::optional<std::string> max = args.TakeOption("max-insns");
   std::optional<std::string> output = args.TakeOption("output");
   const bool no_reads = args.TakeFlag("no-reads");
+  std::optional<std::string> follow = args.TakeOption("follow");
   const bool reads = args.TakeFlag("reads");
   if (no_reads && reads) return Usage("record: --reads and --no-reads contradict each other");
   // `-o FILE` (one dash) is not an Args option: take it from the positionals.
@@ -47,6 +48,9 @@ int RunRecord(Args& args) {
   record::RecordOptions options;
   options.spawn.argv = command;
   options.reads = !no_reads;
+  if (follow && *follow != "parent" && *follow != "child")
+    return Usage("record: --follow wants parent or child");
+  if (follow && *follow == "child") options.follow = record::RecordOptions::Follow::kChild;
   if (max) {
     options.max_instructions = ParseNumber(*max);
     if (!options.max_instructions) return Usage("record: --max-insns wants a number");

@@ -32,10 +32,11 @@ Commands:
                                   where the bytes at ADDR came from: the write, the
                                   instruction, its source register or memory, recursively
                                   (default: at the end, depth 8)
-  record [-o FILE] [--max-insns N] [--no-reads] -- PROG [ARGS]
+  record [-o FILE] [--max-insns N] [--no-reads] [--follow parent|child] -- PROG [ARGS]
                                   run PROG under ptrace and record every instruction
                                   into a usercorn trace (default FILE: PROG.ucir);
-                                  its memory reads too unless --no-reads
+                                  its memory reads too unless --no-reads; after fork,
+                                  the parent (default) or the child
   help                            this text
 
 Common options:

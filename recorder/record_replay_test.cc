@@ -410,7 +410,7 @@ TEST_P(RecordReplay, TraceMatchesLiveProgram) {
     if (HasFatalFailure()) return;
   }
   EXPECT_EQ(k, result->instructions + result->signals);
-  EXPECT_GT(reads_checked, k / 10);  // loads are common
+  EXPECT_GT(reads_checked, 1000u);  // libc start-up alone loads more
   std::remove(trace.c_str());
 }
 

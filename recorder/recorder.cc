@@ -292,9 +292,34 @@ core::Status Session::StepOnce(bool* done) {
     unsigned long msg = 0;
     ptrace(PTRACE_GETEVENTMSG, tracee_.thread(), nullptr, &msg);
     const pid_t tid = static_cast<pid_t>(msg);
-    if (stop->event != PTRACE_EVENT_CLONE || tid <= 0 || !SameProcess(tid, tracee_.pid())) {
-      return OnEvent(*stop);
+    const bool child_process =
+        stop->event == PTRACE_EVENT_FORK || stop->event == PTRACE_EVENT_VFORK ||
+        (stop->event == PTRACE_EVENT_CLONE && tid > 0 && !SameProcess(tid, tracee_.pid()));
+    if (child_process && tid > 0) {
+      if (core::Status s = tracee_.WaitNewThread(tid); !s.ok()) return s;
+      if (options_.follow == RecordOptions::Follow::kParent) {
+        if (core::Status s = tracee_.Detach(tid); !s.ok()) return s;
+        stop = tracee_.Step(0);  // the rest of the system call
+        continue;
+      }
+      if (threads_.size() > 1) {
+        kill(tid, SIGKILL);
+        return core::Status::Unsupported(
+            "following the child process of a multi-threaded program is not supported yet");
+      }
+      // The child goes on from here: same memory and registers, result 0.
+      if (core::Status s = tracee_.Adopt(tid); !s.ok()) return s;
+      threads_[0].tid = tid;
+      user_regs_struct child{};
+      if (core::Status s = tracee_.GetRegs(&child); !s.ok()) return s;
+      if (child.eflags & kTf) {  // inherited from the single-stepped parent
+        child.eflags &= ~kTf;
+        if (core::Status s = tracee_.SetRegs(child); !s.ok()) return s;
+      }
+      stop = Stop();  // stopped after the system call, in the child
+      break;
     }
+    if (stop->event != PTRACE_EVENT_CLONE || tid <= 0) return OnEvent(*stop);
     if (core::Status s = AddThread(tid); !s.ok()) return s;
     stop = tracee_.Step(0);  // the rest of the clone system call
   }
@@ -794,8 +819,8 @@ core::Status Session::OnEvent(const Stop& stop) {
   ptrace(PTRACE_GETEVENTMSG, tracee_.thread(), nullptr, &msg);
   if (stop.event == PTRACE_EVENT_EXEC) {
     return core::Status::Unsupported(
-        "the program calls execve: recording across exec is not "
-        "supported yet");
+        "the program calls execve: the trace ends before it (a UCIR trace holds one "
+        "executable's image; recording across exec is not supported)");
   }
   if (msg != 0) kill(static_cast<pid_t>(msg), SIGKILL);  // the new child or thread
   if (stop.event == PTRACE_EVENT_CLONE) {

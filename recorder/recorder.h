@@ -37,10 +37,15 @@
 // delivery changed, the handler's address; rt_sigreturn is an ordinary
 // system call. The frame's saved rflags lose the TF of single-stepping.
 //
-// Refused (Unsupported, the trace ends before the instruction): clone
-// without CLONE_THREAD, fork, vfork, execve, stop signals, int3, the main
-// thread's exit while others run, a signal arriving during another
-// signal's delivery.
+// fork, vfork and clone without CLONE_THREAD: RecordOptions::follow; the
+// other process is detached (it keeps rdtsc trapping: PR_SET_TSC is
+// inherited). Following the child continues the same trace: the child's
+// memory and registers are the parent's, the system call returns 0.
+//
+// Refused (Unsupported, the trace ends before the instruction): execve
+// (UCIR holds one executable), stop signals, int3, the main thread's exit
+// while others run, following a child of a multi-threaded program, a
+// signal arriving during another signal's delivery.
 // Signals it does not handle are delivered (ignored ones vanish, fatal ones
 // end the recording like an exit).
 //
@@ -66,6 +71,9 @@ struct RecordOptions {
   // false stops the recording (Ctrl-C).
   std::function<bool(std::uint64_t instructions)> progress;
   std::uint64_t check_interval = 1u << 20;  // full diffs; 0: only at the end
+  // fork, vfork and clone without CLONE_THREAD: keep recording the parent
+  // (the child runs untraced) or the child (the parent runs untraced).
+  enum class Follow { kParent, kChild } follow = Follow::kParent;
   // Record each instruction's reads (insn_decoder.h: InsnDecoder::Reads).
   bool reads = true;
   // Give the reads' contents (read from the tracee and the trace's view of

@@ -367,5 +367,54 @@ TEST(RecordReads, ReadOfAGlobalIsRecorded) {
   EXPECT_TRUE(sink.values.empty());
 }
 
+// fork and vfork (tests/programs/forks.c): following the parent records
+// it to its end (the children run untraced); following the child records
+// the fork child, whose write and exit status are in the trace.
+TEST(RecordFork, FollowParentOrChild) {
+  const std::string program = std::string(BACKSTEP_RECORD_PROGRAMS) + "/forks_O0_static";
+  const core::Address marker = SymbolAddress(program, "marker");
+  ASSERT_NE(marker, 0u);
+  for (const bool child : {false, true}) {
+    SCOPED_TRACE(child ? "child" : "parent");
+    const std::string trace = ::testing::TempDir() + "/forks.ucir";
+    const std::string out = ::testing::TempDir() + "/forks.out";
+    auto sink = UsercornSink::Create(trace, true);
+    ASSERT_TRUE(sink.ok()) << sink.status().message();
+    RecordOptions options;
+    options.spawn.argv = {program};
+    options.spawn.stdout_fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    options.check_interval = 2000;
+    if (child) options.follow = RecordOptions::Follow::kChild;
+    auto r = Record(options, **sink);
+    close(options.spawn.stdout_fd);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->end, RecordResult::End::kExited);
+    EXPECT_EQ(r->exit_code, child ? 3 : 0);
+    EXPECT_EQ(r->missed_bytes, 0u);
+    if (!child) {
+      // The parent waited for both (untraced) children before printing.
+      std::string printed;
+      std::getline(std::ifstream(out), printed);
+      EXPECT_EQ(printed, "fork 3 vfork 4 marker 0");
+    }
+    auto source = core::MapFile(trace);
+    ASSERT_TRUE(source.ok());
+    auto reader = core::OpenTraceSource(*source);
+    ASSERT_TRUE(reader.ok()) << reader.status().message();
+    core::Event e;
+    std::uint64_t marker_value = 0;
+    for (;;) {
+      auto more = (*reader)->Next(&e);
+      ASSERT_TRUE(more.ok()) << more.status().message();
+      if (!*more) break;
+      for (const core::MemoryAccess& w : e.writes) {
+        if (w.address == marker && w.data.size() == 8) std::memcpy(&marker_value, w.data.data(), 8);
+      }
+    }
+    EXPECT_EQ(marker_value, child ? 0x600du : 0u);
+    std::remove(trace.c_str());
+  }
+}
+
 }  // namespace
 }  // namespace backstep::record

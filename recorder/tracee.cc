@@ -190,6 +190,28 @@ core::Status Tracee::WaitNewThread(pid_t tid) {
   return core::Status::Ok();
 }
 
+core::Status Tracee::Detach(pid_t child) {
+  if (ptrace(PTRACE_DETACH, child, nullptr, 0) != 0) {
+    return core::Status::IOError("PTRACE_DETACH " + std::to_string(child) + ": " + Errno(errno));
+  }
+  return core::Status::Ok();
+}
+
+core::Status Tracee::Adopt(pid_t child) {
+  const int fd = open(("/proc/" + std::to_string(child) + "/mem").c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0)
+    return core::Status::IOError("/proc/" + std::to_string(child) + "/mem: " + Errno(errno));
+  if (ptrace(PTRACE_DETACH, pid_, nullptr, 0) != 0) {
+    const int e = errno;
+    close(fd);
+    return core::Status::IOError("PTRACE_DETACH " + std::to_string(pid_) + ": " + Errno(e));
+  }
+  close(mem_fd_);
+  mem_fd_ = fd;
+  pid_ = thread_ = child;
+  return core::Status::Ok();
+}
+
 void Tracee::ReapAll(Stop* stop) {
   if (pid_ <= 0) return;
   int status = 0;

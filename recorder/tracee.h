@@ -81,6 +81,11 @@ class Tracee {
   // After the process exited (exit_group, a fatal signal): reaps every
   // thread; the leader's status in *stop.
   void ReapAll(Stop* stop);
+  // A child process created by fork/vfork/clone (stopped, after
+  // WaitNewThread): Detach() lets it run untraced; Adopt() detaches this
+  // process instead and makes the child the tracee (selected, memory).
+  core::Status Detach(pid_t child);
+  core::Status Adopt(pid_t child);
 
   core::Status GetRegs(user_regs_struct* regs) const;
   core::Status SetRegs(const user_regs_struct& regs) const;
