@@ -78,6 +78,18 @@ int RunServe(Args& args) {
   if (Interrupted()) return 1;
 
   gdbstub::TraceTargetOptions target_options;
+  // A trace that knows AVX-512 state from the start (`backstep record` on an
+  // AVX-512 machine) is served with gdb's avx512 feature too.
+  if (&(*trace)->arch() == &core::X86_64()) {
+    auto reader = (*trace)->NewReader();
+    const core::RegisterId k0 = *core::X86_64().Find("k0");
+    for (const auto& [thread, regs] :
+         reader.ok() ? (*reader)->InitialRegisters()
+                     : std::vector<std::pair<core::ThreadId, core::RegisterFile>>()) {
+      if (regs.known(k0))
+        target_options.features = core::kDefaultX86_64Features | core::kFeatureAvx512;
+    }
+  }
   auto auxv = gdbstub::RecordedAuxv(**trace);
   if (auxv.ok()) {
     target_options.auxv = std::move(*auxv);

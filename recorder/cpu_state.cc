@@ -69,6 +69,23 @@ CpuLayout::CpuLayout() {
     ymmh_offset_ = b;
     for (int i = 0; i < 16; ++i) add("ymm" + std::to_string(i) + "h");
   }
+  // XCR0 bits 5-7: opmask, ZMM_Hi256, Hi16_ZMM.
+  if (avx_ && __get_cpuid_count(0xd, 0, &a, &b, &c, &d) && (a & 0xe0) == 0xe0) {
+    avx512_ = true;
+    __get_cpuid_count(0xd, 5, &a, &b, &c, &d);
+    opmask_offset_ = b;
+    __get_cpuid_count(0xd, 6, &a, &b, &c, &d);
+    zmmh_offset_ = b;
+    __get_cpuid_count(0xd, 7, &a, &b, &c, &d);
+    hi16_offset_ = b;
+    for (int i = 0; i < 8; ++i) add("k" + std::to_string(i));
+    for (int i = 0; i < 16; ++i) add("zmm" + std::to_string(i) + "h");
+    for (int i = 16; i < 32; ++i) {
+      add("xmm" + std::to_string(i));
+      add("ymm" + std::to_string(i) + "h");
+      add("zmm" + std::to_string(i) + "h");
+    }
+  }
 }
 
 void CpuLayout::CollectGprs(const user_regs_struct& r, std::span<core::RegisterWrite> out) const {
@@ -112,10 +129,25 @@ void CpuLayout::CollectFp(std::span<const std::uint8_t> x,
   }
   for (int i = 0; i < 16; ++i, ++s) Put(out[s], ids_[s], &x[160 + 16 * i], 16);
   if (!avx_) return;
-  for (int i = 0; i < 16; ++i, ++s) {
-    static const std::uint8_t kZero[16] = {};
-    const std::size_t at = ymmh_offset_ + 16u * i;
-    Put(out[s], ids_[s], at + 16 <= x.size() ? &x[at] : kZero, 16);
+  static const std::uint8_t kZero[64] = {};
+  // A component past the buffer (the kernel gave less) reads as its init state.
+  const auto at_or_zero = [&](std::size_t at, std::size_t n) {
+    return at + n <= x.size() ? &x[at] : kZero;
+  };
+  for (int i = 0; i < 16; ++i, ++s)
+    Put(out[s], ids_[s], at_or_zero(ymmh_offset_ + 16u * i, 16), 16);
+  if (!avx512_) return;
+  for (int i = 0; i < 8; ++i, ++s) Put(out[s], ids_[s], at_or_zero(opmask_offset_ + 8u * i, 8), 8);
+  for (int i = 0; i < 16; ++i, ++s)
+    Put(out[s], ids_[s], at_or_zero(zmmh_offset_ + 32u * i, 32), 32);
+  for (int i = 0; i < 16; ++i) {
+    const std::size_t at = hi16_offset_ + 64u * i;
+    Put(out[s], ids_[s], at_or_zero(at, 16), 16);
+    ++s;
+    Put(out[s], ids_[s], at_or_zero(at + 16, 16), 16);
+    ++s;
+    Put(out[s], ids_[s], at_or_zero(at + 32, 32), 32);
+    ++s;
   }
 }
 

@@ -9,9 +9,12 @@
 // Normalisation of single-stepping artefacts: eflags loses RF (set after a
 // fault inside `rep`, which the program never sees).
 //
-// Not tracked: rip (the sink derives it from pc and size), orig_rax, and
-// the x87 pointers fiseg/fioff/foseg/fooff/fop (no Unicorn register carries
-// them), AVX-512 (k, zmm, xmm16-31) and pkru.
+// AVX-512, when XCR0 enables it (cpuid 0xd): k0-7 (opmask component),
+// zmm0h-zmm15h (ZMM_Hi256), xmm16-31, ymm16h-31h and zmm16h-31h (Hi16_ZMM),
+// at the offsets cpuid gives for the standard XSAVE layout.
+//
+// Not tracked: rip (the sink derives it from pc and size), orig_rax and
+// pkru (no Unicorn register carries it).
 //
 // Thread-safety: a value type.
 #pragma once
@@ -44,6 +47,8 @@ class CpuLayout {
   std::size_t gpr_count_ = 0;
   std::uint32_t ymmh_offset_ = 576;
   bool avx_ = false;
+  bool avx512_ = false;
+  std::uint32_t opmask_offset_ = 0, zmmh_offset_ = 0, hi16_offset_ = 0;
 };
 
 // Appends to *out the slots in [first, last) whose value differs.

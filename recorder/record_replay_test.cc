@@ -10,6 +10,8 @@
 // getrandom's bytes, process and thread ids). The reads the recorder gives
 // each instruction (with their contents) are checked against the live
 // program's memory before the same instruction.
+#include <cpuid.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -21,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -109,6 +112,14 @@ class Live {
     user_fpregs_struct f{};
     ptrace(PTRACE_GETFPREGS, pid_, nullptr, &f);
     return f;
+  }
+  std::vector<std::uint8_t> XState() const {
+    std::vector<std::uint8_t> x(8192);
+    iovec iov{x.data(), x.size()};
+    if (ptrace(PTRACE_GETREGSET, pid_, reinterpret_cast<void*>(NT_X86_XSTATE), &iov) != 0)
+      return {};
+    x.resize(iov.iov_len);
+    return x;
   }
   std::vector<std::uint8_t> Read(std::uint64_t a, std::size_t n) const {
     std::vector<std::uint8_t> out(n);
@@ -266,6 +277,35 @@ void CompareRegisters(const Live& live, const Replay& replay, std::uint64_t k, b
   ASSERT_EQ(replay.U64("fop"), f.fop & 0x7ffu) << "fop at position " << k;
   ASSERT_EQ(replay.U64("fioff") | replay.U64("fiseg") << 32, f.rip) << "fip at position " << k;
   ASSERT_EQ(replay.U64("fooff") | replay.U64("foseg") << 32, f.rdp) << "fdp at position " << k;
+  // AVX-512 (when the recorder tracks it): k0-7, zmm0-15's upper halves,
+  // zmm16-31, from the standard XSAVE layout's components 5-7.
+  const std::vector<std::uint8_t> x = live.XState();
+  // cpuid traps in a VM: the offsets once.
+  static const std::array<unsigned, 8> offsets = [] {
+    std::array<unsigned, 8> o{};
+    for (unsigned n = 5; n < 8; ++n) {
+      unsigned a = 0, c = 0, d = 0;
+      __get_cpuid_count(0xd, n, &a, &o[n], &c, &d);
+    }
+    return o;
+  }();
+  const auto component = [](unsigned n) { return offsets[n]; };
+  if (replay.regs.known(*core::X86_64().Find("k0")) && x.size() > component(7) + 1024) {
+    const auto check = [&](const std::string& name, std::size_t at, std::size_t n) {
+      const RegisterId id = *core::X86_64().Find(name);
+      ASSERT_TRUE(replay.regs.known(id)) << name;
+      ASSERT_EQ(std::memcmp(replay.regs.bytes(id).data(), &x[at], n), 0)
+          << name << " at position " << k << " (rip 0x" << std::hex << r.rip << ")";
+    };
+    for (int i = 0; i < 8; ++i) check("k" + std::to_string(i), component(5) + 8 * i, 8);
+    for (int i = 0; i < 16; ++i) check("zmm" + std::to_string(i) + "h", component(6) + 32 * i, 32);
+    for (int i = 0; i < 16; ++i) {
+      const std::size_t at = component(7) + 64 * i;
+      check("xmm" + std::to_string(16 + i), at, 16);
+      check("ymm" + std::to_string(16 + i) + "h", at + 16, 16);
+      check("zmm" + std::to_string(16 + i) + "h", at + 32, 32);
+    }
+  }
   for (int i = 0; i < 16; ++i) {
     const RegisterId id = *core::X86_64().Find("xmm" + std::to_string(i));
     ASSERT_TRUE(replay.regs.known(id));

@@ -85,6 +85,13 @@ bool MayBlock(std::uint64_t nr, const std::uint64_t args[6]) {
   }
 }
 
+// A system call's result that makes the kernel restart it when no handler
+// runs (-ERESTARTSYS, -ERESTARTNOINTR, -ERESTARTNOHAND, -ERESTART_RESTARTBLOCK).
+bool IsRestart(std::uint64_t rax) {
+  const std::int64_t r = static_cast<std::int64_t>(rax);
+  return r == -512 || r == -513 || r == -514 || r == -516;
+}
+
 // Whether `tid` is a thread of process `pid` (/proc/TID/status Tgid).
 bool SameProcess(pid_t tid, pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(tid) + "/status");
@@ -733,8 +740,16 @@ core::Status Session::OnSignal(core::Address pc, const Decoded& d, int sig, bool
   user_regs_struct now{};
   if (core::Status s = tracee_.GetRegs(&now); !s.ok()) return s;
   if (std::memcmp(&now, &regs_, sizeof now) != 0) {
-    return core::Status::Unsupported("a signal (" + name +
-                                     ") interrupted a system call: not supported yet");
+    // The instruction ran first (a system call that returned as the signal
+    // came, SIGCHLD after wait4): record it, then deliver.
+    if (!d.syscall || IsRestart(now.rax)) {
+      return core::Status::Unsupported(
+          "a signal (" + name + ") " +
+          (d.syscall ? "interrupted a system call that the kernel restarts"
+                     : "arrived after an instruction that is not a system call") +
+          ": not supported yet");
+    }
+    if (core::Status s = OnStepped(pc, d); !s.ok()) return s;
   }
   // Not handled: deliver it with the next step (ignored: it vanishes; fatal: the
   // program ends, and the recording with it).

@@ -9,15 +9,16 @@
 namespace backstep::record {
 namespace {
 
-constexpr std::uint16_t kUnicornYmm0 = 154;
+constexpr std::uint16_t kUnicornYmm0 = 154, kUnicornZmm0 = 186;
 
-// xmmN / ymmNh register ids -> N, or -1.
+// The parts of vector register N: xmmN, ymmNh, zmmNh.
 struct VectorIds {
-  core::RegisterId xmm[16], ymmh[16];
+  core::RegisterId xmm[32], ymmh[32], zmmh[32];
   VectorIds() {
-    for (int i = 0; i < 16; ++i) {
+    for (int i = 0; i < 32; ++i) {
       xmm[i] = *core::X86_64().Find("xmm" + std::to_string(i));
       ymmh[i] = *core::X86_64().Find("ymm" + std::to_string(i) + "h");
+      zmmh[i] = *core::X86_64().Find("zmm" + std::to_string(i) + "h");
     }
   }
 };
@@ -66,15 +67,19 @@ void UsercornSink::Convert(std::span<const core::RegisterWrite> registers, bool 
   const VectorIds& v = Vectors();
   regs_.clear();
   special_.clear();
-  bool ymm_dirty[16] = {};
+  bool ymm_dirty[32] = {}, zmm_dirty[32] = {};
   std::vector<std::uint16_t> split_dirty;
   for (const core::RegisterWrite& r : registers) {
     const std::uint16_t size = x86.info(r.reg).size;
-    for (int i = 0; i < 16; ++i) {
-      if (r.reg == v.xmm[i]) std::memcpy(halves_.ymm[i].data(), r.value, 16);
+    for (int i = 0; i < 32; ++i) {
+      if (r.reg == v.xmm[i]) std::memcpy(halves_.zmm[i].data(), r.value, 16);
       if (r.reg == v.ymmh[i]) {
-        std::memcpy(halves_.ymm[i].data() + 16, r.value, 16);
+        std::memcpy(halves_.zmm[i].data() + 16, r.value, 16);
         ymm_dirty[i] = true;
+      }
+      if (r.reg == v.zmmh[i]) {
+        std::memcpy(halves_.zmm[i].data() + 32, r.value, 32);
+        zmm_dirty[i] = true;
       }
     }
     if (const std::uint16_t pair = arch.SplitU64Of(r.reg); pair != core::kNoUnicornRegister) {
@@ -102,10 +107,17 @@ void UsercornSink::Convert(std::span<const core::RegisterWrite> registers, bool 
     }
   }
   for (std::uint16_t pair : split_dirty) regs_.push_back({pair, halves_.split[pair]});
-  for (int i = 0; i < 16; ++i) {
-    if (!ymm_dirty[i]) continue;
-    special_.emplace_back(static_cast<std::uint16_t>(kUnicornYmm0 + i),
-                          std::vector<std::uint8_t>(halves_.ymm[i].begin(), halves_.ymm[i].end()));
+  // A changed upper part goes out with the parts below it: ZMMn (64 bytes)
+  // when zmmNh changed, else YMMn (32 bytes).
+  for (int i = 0; i < 32; ++i) {
+    const auto& z = halves_.zmm[i];
+    if (zmm_dirty[i]) {
+      special_.emplace_back(static_cast<std::uint16_t>(kUnicornZmm0 + i),
+                            std::vector<std::uint8_t>(z.begin(), z.end()));
+    } else if (ymm_dirty[i]) {
+      special_.emplace_back(static_cast<std::uint16_t>(kUnicornYmm0 + i),
+                            std::vector<std::uint8_t>(z.begin(), z.begin() + 32));
+    }
   }
 }
 

@@ -2,9 +2,10 @@
 // core's UsercornRecordingWriter (backstep/core/usercorn_recording.h).
 //
 // Registers go out by their Unicorn enum (usercorn_registers.h): values of
-// at most 8 bytes as REG, wider ones (xmm, x87 fpr) as SPREG. ymmNh, which
-// Unicorn has no enum for, goes out as SPREG of UC_X86_REG_YMMn (154 + n)
-// with the full 32 bytes (xmmN low, ymmNh high); fioff/fiseg and
+// at most 8 bytes as REG (k0-7 too), wider ones (xmm0-31, x87 fpr) as
+// SPREG. ymmNh, which Unicorn has no enum for, goes out as SPREG of
+// UC_X86_REG_YMMn (154 + n) with the full 32 bytes (xmmN low, ymmNh high),
+// zmmNh as SPREG of UC_X86_REG_ZMMn (186 + n) with all 64 bytes; fioff/fiseg and
 // fooff/foseg go out as one u64 REG of UC_X86_REG_FIP / _FDP (offset low,
 // "segment" high: gdb's split of the 64-bit pointers). Registers the reader's
 // table does not know are skipped by the reader, never misread.
@@ -68,7 +69,7 @@ class UsercornSink final : public RecordingSink {
   std::vector<std::pair<std::uint16_t, std::vector<std::uint8_t>>> special_;
   // The current thread's register halves (other threads' in others_).
   struct Halves {
-    std::array<std::array<std::uint8_t, 32>, 16> ymm{};  // xmmN | ymmNh
+    std::array<std::array<std::uint8_t, 64>, 32> zmm{};  // xmmN | ymmNh | zmmNh
     std::map<std::uint16_t, std::uint64_t> split;        // FIP, FDP (both halves)
   };
   Halves halves_;

@@ -153,7 +153,9 @@ class Scenarios:
             util.expect(self, r"^Hardware access \(read/write\) watchpoint 2: counter\n\n"
                         r"Old value = 100\nNew value = 101$", out)
             util.expect(self, r"^reads:\s+recorded", out)
-            self.assertEqual(source_lines(out), [L["counter-add"]] * 2)
+            # Reported after each access: the read is inside the statement,
+            # the store is its last instruction.
+            self.assertEqual(source_lines(out), [L["counter-add"], L["squares-store"]])
 
     def test_history_ends(self):
         with self.gdb(["reverse-stepi", WHEN, "continue", WHEN, "stepi", WHEN,

@@ -129,6 +129,29 @@ class Recording:
                                                 re.M)]
             self.assertEqual(stops, [L["print"], L["read"]], out)
 
+    def test_avx512_registers_in_both_debuggers(self):
+        # glibc's EVEX string functions (printf) leave k0-7 and xmm16-31
+        # set: the recorder records them, the stub serves gdb's avx512
+        # feature, and both debuggers show what `backstep dump` says.
+        dump = util.run([self.env.backstep, "dump", self.traces[True].path, "--at", "end",
+                         "--regs"])
+        facts = dict(re.findall(r"^(k\d|xmm16|xmm17)\s+(0x[0-9a-f]+)$", dump, re.M))
+        self.assertEqual(len(facts), 10, dump)
+        self.assertTrue(any(int(facts["k%d" % i], 16) for i in range(8)), dump)
+        with self.gdb(["monitor goto end", "stepi", "p/x $k0", "p/x $k1", "p/x $k2",
+                       "p/x $xmm16.uint128", "p/x $zmm16.v4_int128[0]"]) as out:
+            got = util.values(r"^\$\d+ = (0x[0-9a-f]+)$", out)
+            self.assertEqual(got[:5], [int(facts["k0"], 16), int(facts["k1"], 16),
+                                       int(facts["k2"], 16), int(facts["xmm16"], 16),
+                                       int(facts["xmm16"], 16)], out)
+        with self.lldb(["breakpoint set -f readlate.c -l %d" % L["print"], "continue",
+                        "breakpoint delete 1", "continue", "register read k0 k1 xmm17"]) as out:
+            self.assertEqual(util.values(r"^\s+k0 = (0x[0-9a-f]+)$", out), [int(facts["k0"], 16)],
+                             out)
+            self.assertEqual(util.values(r"^\s+k1 = (0x[0-9a-f]+)$", out), [int(facts["k1"], 16)],
+                             out)
+            util.expect(self, r"^\s+xmm17 = \{", out)
+
     def test_lldb_no_reads_refused(self):
         with self.lldb(["breakpoint set -n main", "continue",
                         "watchpoint set variable -w read secret"], reads=False) as out:

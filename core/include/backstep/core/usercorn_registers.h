@@ -40,6 +40,8 @@ struct UnicornRegister {
   // `high` (x86_64 YMMn: xmmN + ymmNh; FIP, a u64: fioff + fiseg). Empty
   // for the others.
   std::string_view high = {};
+  // A third part past `high` (x86_64 ZMMn: xmmN + ymmNh + zmmNh).
+  std::string_view top = {};
 };
 
 inline constexpr std::uint16_t kNoUnicornRegister = 0xffff;
@@ -62,6 +64,12 @@ class UsercornArch {
   RegisterId FindHigh(std::uint16_t unicorn) const {
     return unicorn < high_.size() ? high_[unicorn] : kNoRegister;
   }
+  // For a three-part enum (ZMMn), the register past FindHigh()'s bytes.
+  RegisterId FindTop(std::uint16_t unicorn) const {
+    return unicorn < top_.size() ? top_[unicorn] : kNoRegister;
+  }
+  // Bytes a SPREG of `unicorn` holds: all its parts.
+  std::size_t WideSize(std::uint16_t unicorn) const;
   // The wide enum whose high part `high` is (ymm3h -> YMM3, fiseg -> FIP);
   // kNoUnicornRegister when `high` is no enum's high part.
   std::uint16_t WideOf(RegisterId high) const {
@@ -86,6 +94,7 @@ class UsercornArch {
   std::uint16_t pc_enum_;
   std::vector<RegisterId> by_enum_;
   std::vector<RegisterId> high_;  // by enum: FindHigh()
+  std::vector<RegisterId> top_;   // by enum: FindTop()
   std::vector<std::uint16_t> by_register_;
   std::vector<std::uint16_t> wide_of_high_;  // by register: WideOf()
   std::vector<RegisterId> tracked_;

@@ -275,11 +275,8 @@ Status UsercornEventDecoder::Apply(const UcirOpFields& op, UsercornCursor& c, Wo
     }
     case kOpSpReg: {
       w.content = true;
-      const RegisterId id = arch_->Find(op.reg), high = arch_->FindHigh(op.reg);  // YMMn
-      const std::size_t size = id == kNoRegister
-                                   ? 0
-                                   : arch_->arch().info(id).size +
-                                         (high == kNoRegister ? 0 : arch_->arch().info(high).size);
+      const RegisterId id = arch_->Find(op.reg);  // YMMn, ZMMn: all their parts
+      const std::size_t size = id == kNoRegister ? 0 : arch_->WideSize(op.reg);
       if (id != kNoRegister && size != op.size) {
         return Corrupt(at, "SPREG of " + std::string(arch_->arch().info(id).name) + " holds " +
                                std::to_string(op.size) + " bytes, the register has " +
@@ -333,13 +330,16 @@ void UsercornEventDecoder::ApplyRegister(std::uint16_t unicorn, std::span<const 
   r.op = RegisterOp::kSet;
   const std::size_t n = std::min<std::size_t>(value.size(), arch_->arch().info(id).size);
   std::memcpy(r.value, value.data(), n);
-  const RegisterId high = arch_->FindHigh(unicorn);
-  if (high == kNoRegister || value.size() <= n) return;
-  RegisterWrite& h = w.event->registers.emplace_back();
-  h.reg = high;
-  h.op = RegisterOp::kSet;
-  std::memcpy(h.value, value.data() + n,
-              std::min<std::size_t>(value.size() - n, arch_->arch().info(high).size));
+  std::size_t at = n;
+  for (const RegisterId part : {arch_->FindHigh(unicorn), arch_->FindTop(unicorn)}) {
+    if (part == kNoRegister || value.size() <= at) return;
+    RegisterWrite& h = w.event->registers.emplace_back();
+    h.reg = part;
+    h.op = RegisterOp::kSet;
+    const std::size_t k = std::min<std::size_t>(value.size() - at, arch_->arch().info(part).size);
+    std::memcpy(h.value, value.data() + at, k);
+    at += k;
+  }
 }
 
 void UsercornEventDecoder::Describe(const std::string& text) {

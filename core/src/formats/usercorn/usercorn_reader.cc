@@ -180,15 +180,20 @@ Status UsercornReader::ApplyKeyframeOp(const UcirOpFields& op, SnappyPos at, Reg
         return Status::Ok();
       }
       const RegisterId high = arch_->FindHigh(op.reg);  // YMMn: xmmN + ymmNh
+      const RegisterId top = arch_->FindTop(op.reg);    // ZMMn: ... + zmmNh
       const std::uint16_t high_size = high == kNoRegister ? 0 : arch_->arch().info(high).size;
-      if (op.size != size + high_size) {
+      const std::size_t wide = arch_->WideSize(op.reg);
+      if (op.size != wide) {
         return error("SPREG of " + std::string(arch_->arch().info(id).name) + " holds " +
-                     std::to_string(op.size) + " bytes, the register has " +
-                     std::to_string(size + high_size));
+                     std::to_string(op.size) + " bytes, the register has " + std::to_string(wide));
       }
       regs.Set(id, std::span<const std::uint8_t>(arena_.data() + op.data, size));
       if (high != kNoRegister) {
         regs.Set(high, std::span<const std::uint8_t>(arena_.data() + op.data + size, high_size));
+      }
+      if (top != kNoRegister) {
+        regs.Set(top, std::span<const std::uint8_t>(arena_.data() + op.data + size + high_size,
+                                                    wide - size - high_size));
       }
       return Status::Ok();
     }

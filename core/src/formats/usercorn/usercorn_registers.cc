@@ -89,6 +89,80 @@ constexpr UnicornRegister kX86_64[] = {
     {167, "xmm13", false, "ymm13h"},
     {168, "xmm14", false, "ymm14h"},
     {169, "xmm15", false, "ymm15h"},
+    // AVX-512 (backstep record): XMM16-31 (SPREG, 16 bytes), k0-7 (REG), YMM16-31 (SPREG, 32 bytes:
+    // xmmN + ymmNh); ZMM0-31 (SPREG, 64 bytes: xmmN + ymmNh + zmmNh).
+    {138, "xmm16", false},
+    {139, "xmm17", false},
+    {140, "xmm18", false},
+    {141, "xmm19", false},
+    {142, "xmm20", false},
+    {143, "xmm21", false},
+    {144, "xmm22", false},
+    {145, "xmm23", false},
+    {146, "xmm24", false},
+    {147, "xmm25", false},
+    {148, "xmm26", false},
+    {149, "xmm27", false},
+    {150, "xmm28", false},
+    {151, "xmm29", false},
+    {152, "xmm30", false},
+    {153, "xmm31", false},
+    {90, "k0", false},
+    {91, "k1", false},
+    {92, "k2", false},
+    {93, "k3", false},
+    {94, "k4", false},
+    {95, "k5", false},
+    {96, "k6", false},
+    {97, "k7", false},
+    {170, "xmm16", false, "ymm16h"},
+    {171, "xmm17", false, "ymm17h"},
+    {172, "xmm18", false, "ymm18h"},
+    {173, "xmm19", false, "ymm19h"},
+    {174, "xmm20", false, "ymm20h"},
+    {175, "xmm21", false, "ymm21h"},
+    {176, "xmm22", false, "ymm22h"},
+    {177, "xmm23", false, "ymm23h"},
+    {178, "xmm24", false, "ymm24h"},
+    {179, "xmm25", false, "ymm25h"},
+    {180, "xmm26", false, "ymm26h"},
+    {181, "xmm27", false, "ymm27h"},
+    {182, "xmm28", false, "ymm28h"},
+    {183, "xmm29", false, "ymm29h"},
+    {184, "xmm30", false, "ymm30h"},
+    {185, "xmm31", false, "ymm31h"},
+    {186, "xmm0", false, "ymm0h", "zmm0h"},
+    {187, "xmm1", false, "ymm1h", "zmm1h"},
+    {188, "xmm2", false, "ymm2h", "zmm2h"},
+    {189, "xmm3", false, "ymm3h", "zmm3h"},
+    {190, "xmm4", false, "ymm4h", "zmm4h"},
+    {191, "xmm5", false, "ymm5h", "zmm5h"},
+    {192, "xmm6", false, "ymm6h", "zmm6h"},
+    {193, "xmm7", false, "ymm7h", "zmm7h"},
+    {194, "xmm8", false, "ymm8h", "zmm8h"},
+    {195, "xmm9", false, "ymm9h", "zmm9h"},
+    {196, "xmm10", false, "ymm10h", "zmm10h"},
+    {197, "xmm11", false, "ymm11h", "zmm11h"},
+    {198, "xmm12", false, "ymm12h", "zmm12h"},
+    {199, "xmm13", false, "ymm13h", "zmm13h"},
+    {200, "xmm14", false, "ymm14h", "zmm14h"},
+    {201, "xmm15", false, "ymm15h", "zmm15h"},
+    {202, "xmm16", false, "ymm16h", "zmm16h"},
+    {203, "xmm17", false, "ymm17h", "zmm17h"},
+    {204, "xmm18", false, "ymm18h", "zmm18h"},
+    {205, "xmm19", false, "ymm19h", "zmm19h"},
+    {206, "xmm20", false, "ymm20h", "zmm20h"},
+    {207, "xmm21", false, "ymm21h", "zmm21h"},
+    {208, "xmm22", false, "ymm22h", "zmm22h"},
+    {209, "xmm23", false, "ymm23h", "zmm23h"},
+    {210, "xmm24", false, "ymm24h", "zmm24h"},
+    {211, "xmm25", false, "ymm25h", "zmm25h"},
+    {212, "xmm26", false, "ymm26h", "zmm26h"},
+    {213, "xmm27", false, "ymm27h", "zmm27h"},
+    {214, "xmm28", false, "ymm28h", "zmm28h"},
+    {215, "xmm29", false, "ymm29h", "zmm29h"},
+    {216, "xmm30", false, "ymm30h", "zmm30h"},
+    {217, "xmm31", false, "ymm31h", "zmm31h"},
 };
 constexpr std::uint16_t kX86_64Pc = 41;  // UC_X86_REG_RIP
 
@@ -126,17 +200,31 @@ UsercornArch::UsercornArch(std::string_view name, const ArchDescription& arch,
     if (r.unicorn >= by_enum_.size()) {
       by_enum_.resize(r.unicorn + 1u, kNoRegister);
       high_.resize(r.unicorn + 1u, kNoRegister);
+      top_.resize(r.unicorn + 1u, kNoRegister);
     }
     by_enum_[r.unicorn] = *id;
     if (!r.high.empty()) {
       const std::optional<RegisterId> high = arch.Find(r.high);
       assert(high.has_value() && "usercorn register table names an unknown register");
       if (high) high_[r.unicorn] = *high;
-      if (high) wide_of_high_[*high] = r.unicorn;
+      if (high && wide_of_high_[*high] == kNoUnicornRegister) wide_of_high_[*high] = r.unicorn;
+    }
+    if (!r.top.empty()) {
+      const std::optional<RegisterId> top = arch.Find(r.top);
+      assert(top.has_value() && "usercorn register table names an unknown register");
+      if (top) top_[r.unicorn] = *top;
     }
     if (by_register_[*id] == kNoUnicornRegister) by_register_[*id] = r.unicorn;
     if (r.tracked) tracked_.push_back(*id);
   }
+}
+
+std::size_t UsercornArch::WideSize(std::uint16_t unicorn) const {
+  std::size_t size = 0;
+  for (RegisterId id : {Find(unicorn), FindHigh(unicorn), FindTop(unicorn)}) {
+    if (id != kNoRegister) size += arch_->info(id).size;
+  }
+  return size;
 }
 
 std::uint16_t UsercornArch::SplitU64Of(RegisterId id) const {
