@@ -711,7 +711,8 @@ core::Status Session::Check(bool fp_fetched) {
     }
   }
   Capture(missed);
-  if (!fp_fetched) {
+  // A parked thread is running in the kernel: its FP state cannot be read.
+  if (!fp_fetched && !threads_[current_].parked) {
     if (core::Status s = tracee_.GetXState(&xstate_); !s.ok()) return s;
     std::vector<core::RegisterWrite> fp = slots_;
     layout_.CollectFp(xstate_, fp);
