@@ -17,6 +17,7 @@
 #include "backstep/core/format_registry.h"
 #include "backstep/testing/i386_threads_trace.h"
 #include "backstep/testing/reven_generator.h"
+#include "backstep/testing/x64dbg_fixtures.h"
 #include "gtest/gtest.h"
 
 namespace backstep::core {
@@ -223,6 +224,30 @@ TEST_F(CliTest, IndexSaysWhenItWasBuiltInParallelFromTheCache) {
   ASSERT_EQ(single.code, 0) << single.err;
   EXPECT_NE(single.out.find("single pass"), std::string::npos) << single.out;
   EXPECT_EQ(single.out.find("parts in parallel"), std::string::npos) << single.out;
+}
+
+TEST_F(CliTest, X64dbgIndexIsBuiltInParallelFromItsFullDumps) {
+  const std::string path = (dir_ / "program.trace64").string();
+  testing::X64dbgProgramOptions o;
+  o.instructions = 3000;
+  ASSERT_TRUE(testing::WriteX64dbgTrace(testing::MakeX64dbgProgram(o), path).ok());
+  CliRun r = Backstep("index " + path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  if (std::thread::hardware_concurrency() > 1) {
+    EXPECT_NE(r.out.find(" parts in parallel from the trace's resume points)"), std::string::npos)
+        << r.out;
+  }
+  // Memory at position 1 (known through value inference) and the dump's
+  // other lines: as the single pass has them.
+  const std::string at = " --at 1 --mem 0x404000 8 --mem 0x6feff8 8";
+  CliRun parallel = Backstep("dump " + path + at);
+  ASSERT_EQ(parallel.code, 0) << parallel.err;
+  CliRun single = Backstep("index --force --single-pass " + path);
+  ASSERT_EQ(single.code, 0) << single.err;
+  EXPECT_EQ(single.out.find("parts in parallel"), std::string::npos) << single.out;
+  CliRun again = Backstep("dump " + path + at);
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(parallel.out, again.out);
 }
 
 TEST_F(CliTest, StaleIndexIsRebuilt) {

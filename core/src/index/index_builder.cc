@@ -153,11 +153,7 @@ Status BuildIndex(TraceReader& reader, const IndexIdentity& identity,
   Status status;
   bool written = false;
   if (parts > 1) {
-    if (reader.header().records_reads) {
-      // The inference tracker's state (which bytes are known in the current
-      // epoch) at a seam is not in a resume point.
-      report.note = "the trace records reads (value inference needs the single pass)";
-    } else if (!options.new_reader) {
+    if (!options.new_reader) {
       report.note = "no way to open more readers";
     } else {
       std::vector<ResumePoint> splits =

@@ -9,6 +9,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "index/index_inference_merge.h"
 #include "index/index_part_builder.h"
 #include "index/index_part_sink.h"
 #include "index/index_relocate.h"
@@ -141,7 +142,8 @@ std::string CheckSeam(const IndexTables& before, const ResumePoint& split,
 
 // Relocates part `p` to the end of `sink`, appends it, merges its tables.
 Status AppendPart(Part& p, IndexSink& sink, IndexTables& merged,
-                  std::unordered_map<std::uint64_t, std::size_t>& global) {
+                  std::unordered_map<std::uint64_t, std::size_t>& global,
+                  InferenceMerge& inference) {
   IndexTables& t = p.tables;
   std::vector<std::uint64_t> map(t.threads.size());
   std::vector<bool> fresh(t.threads.size(), false);
@@ -153,8 +155,10 @@ Status AppendPart(Part& p, IndexSink& sink, IndexTables& merged,
   }
   sink.Pad8();
   BACKSTEP_ASSIGN_OR_RETURN(std::span<std::uint8_t> body, p.sink->Bytes());
-  BACKSTEP_RETURN_IF_ERROR(RelocatePart(body, sink.size(), map, &t));
+  const std::uint64_t base = sink.size();
+  BACKSTEP_RETURN_IF_ERROR(RelocatePart(body, base, map, &t));
   sink.Write(body);
+  BACKSTEP_RETURN_IF_ERROR(inference.AddPart(body, base, &t, sink));
   p.sink.reset();  // the part's file or memory goes
 
   for (std::size_t j = 0; j < t.threads.size(); ++j) {
@@ -242,7 +246,8 @@ Status BuildIndexInParallel(TraceReader& reader, const IndexIdentity& identity,
   WriteIndexHeader(identity, sink);
   IndexTables merged;
   std::unordered_map<std::uint64_t, std::size_t> global;
-  for (auto& p : parts) BACKSTEP_RETURN_IF_ERROR(AppendPart(*p, sink, merged, global));
+  InferenceMerge inference(reader, options.block_entries, options.snapshot_blocks);
+  for (auto& p : parts) BACKSTEP_RETURN_IF_ERROR(AppendPart(*p, sink, merged, global, inference));
   WriteIndexDirectory(merged, reader.header(), options, sink);
   if (options.progress) options.progress("indexing", merged.end_event, merged.end_event);
   report->parts = static_cast<unsigned>(parts.size());

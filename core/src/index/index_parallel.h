@@ -16,8 +16,10 @@
 // first fails (perhaps because of a bad resume point), or the parts cannot
 // be set up, `reader` is put back at its first event, *written is false and
 // report->note says why: the caller runs the single pass. Otherwise the
-// header, every part (relocated, index_relocate.h) and the merged directory
-// are written to `sink` and *written is true.
+// header, every part (relocated, index_relocate.h; for traces that record
+// reads followed by the inferred lists the inference merge rewrote,
+// index_inference_merge.h) and the merged directory are written to `sink`
+// and *written is true.
 //
 // Errors (with *written true): part 0's reader error, Interrupted, the
 // sink's IOError.

@@ -28,7 +28,7 @@ class IndexPartBuilder {
         writes_(plan.block_entries, plan.snapshot_blocks, true, source_),
         reads_(plan.block_entries, plan.snapshot_blocks, false, source_),
         inferred_(plan.block_entries, plan.snapshot_blocks, false, source_),
-        tracker_(reader),
+        tracker_(reader, plan.seed_is_initial),
         pc_offset_(arch_.info(arch_.pc()).storage_offset),
         pc_is_u64_(arch_.info(arch_.pc()).size == 8 && std::endian::native == std::endian::little) {
   }
@@ -272,6 +272,8 @@ void IndexPartBuilder::Finish(std::uint64_t events, IndexTables* out) {
   out->end_event = events;
   out->end_position = reader_.Tell();
   out->records_reads = records_reads_;
+  // Only a part that stops before the end has a part after it to merge.
+  if (records_reads_ && plan_.stop_event != kNoEvent) out->known_at_end = tracker_.TakeKnown();
 }
 
 Status IndexPartBuilder::Run(IndexTables* out) {

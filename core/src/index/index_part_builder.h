@@ -28,6 +28,7 @@
 #include "backstep/core/trace_reader.h"
 #include "index/index_format.h"
 #include "index/index_sink.h"
+#include "index/inference_tracker.h"
 
 namespace backstep::core {
 
@@ -49,6 +50,11 @@ struct IndexTables {
   std::uint64_t end_event = 0;  // events indexed: the part covers [first, end_event)
   ReaderPosition end_position;  // the reader's Tell() at end_event
   bool records_reads = false;
+  // For traces that record reads, parts that stop before the end: the bytes
+  // written or read since the part's last memory clear, or its start (plus, for a part seeded with
+  // the initial state, the image's bytes of the pages touched). The parallel build's inference
+  // merge (index_inference_merge.h) needs them.
+  KnownPages known_at_end;
 };
 
 struct IndexPartPlan {
@@ -57,6 +63,9 @@ struct IndexPartPlan {
   // Registers of the threads known at first_event, in order.
   std::vector<std::pair<ThreadId, RegisterFile>> seed;
   // The seed is position 0's (ThreadRecord::initial_record and flags 1).
+  // Otherwise value inference ignores the initial image (a clear may come
+  // before the part) and treats every byte as unknown at first_event: the
+  // inference merge removes what an earlier part knew.
   bool seed_is_initial = true;
   std::uint64_t keyframe_interval = 2048;
   std::uint64_t memory_budget = std::uint64_t(256) << 20;

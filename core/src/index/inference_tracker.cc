@@ -1,5 +1,6 @@
 #include "index/inference_tracker.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace backstep::core {
@@ -9,7 +10,7 @@ InferenceTracker::PageKnown& InferenceTracker::Get(std::uint64_t page) {
   if (known.epoch == epoch_) return known;
   known.epoch = epoch_;
   std::memset(known.bits, 0, sizeof(known.bits));
-  if (epoch_ == 0) {
+  if (epoch_ == 0 && use_initial_image_) {
     // Before the first clear, the initial image's bytes are known.
     std::uint8_t values[kPageSize], image_known[kPageSize];
     reader_.ReadInitialMemory(page << kPageBits, values, image_known);
@@ -18,6 +19,16 @@ InferenceTracker::PageKnown& InferenceTracker::Get(std::uint64_t page) {
     }
   }
   return known;
+}
+
+KnownPages InferenceTracker::TakeKnown() {
+  KnownPages out;
+  // Erase as we go: the copy never doubles the memory.
+  for (auto it = pages_.begin(); it != pages_.end(); it = pages_.erase(it)) {
+    if (it->second.epoch != epoch_) continue;
+    std::copy(std::begin(it->second.bits), std::end(it->second.bits), out[it->first].begin());
+  }
+  return out;
 }
 
 void InferenceTracker::Write(std::uint64_t page, std::uint32_t offset, std::uint32_t length) {

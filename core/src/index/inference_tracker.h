@@ -18,6 +18,7 @@
 // Thread-safety: one thread at a time.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <unordered_map>
 
@@ -26,9 +27,16 @@
 
 namespace backstep::core {
 
+// Per page, one bit per byte (bit i % 64 of word i / 64).
+using KnownPages = std::unordered_map<std::uint64_t, std::array<std::uint64_t, kPageSize / 64>>;
+
 class InferenceTracker {
  public:
-  explicit InferenceTracker(const TraceReader& reader) : reader_(reader) {}
+  // `use_initial_image`: before the first clear, the initial image's bytes
+  // count as known (false for a part of a parallel build that does not start
+  // the trace: whether a clear came before it is only known at the merge).
+  explicit InferenceTracker(const TraceReader& reader, bool use_initial_image = true)
+      : reader_(reader), use_initial_image_(use_initial_image) {}
 
   void ClearMemory() { ++epoch_; }
   void Write(std::uint64_t page, std::uint32_t offset, std::uint32_t length);
@@ -52,6 +60,9 @@ class InferenceTracker {
     if (run > 0) fn(start, run);
   }
   std::uint64_t memory_bytes() const { return pages_.size() * (sizeof(PageKnown) + 32); }
+  // The bytes known in the current epoch (written or read since the last
+  // clear, plus the image's where it counts); the tracker is then empty.
+  KnownPages TakeKnown();
 
  private:
   struct PageKnown {
@@ -61,6 +72,7 @@ class InferenceTracker {
   PageKnown& Get(std::uint64_t page);
 
   const TraceReader& reader_;
+  bool use_initial_image_;
   std::uint64_t epoch_ = 0;
   std::unordered_map<std::uint64_t, PageKnown> pages_;
 };

@@ -1,6 +1,7 @@
 // The parallel index build (index_parallel.h) against the single pass and the
 // naive oracle: a REVEN trace with its trace.cache, and fake traces with
-// several threads and clears given resume points (testing/resume_points.h).
+// several threads, clears and recorded reads (value inference merged across
+// the parts) given resume points (testing/resume_points.h).
 // Every query (registers of every thread, memory, pc and watch searches,
 // last/next write, history) must answer the same, at random positions and at
 // every seam; stale and corrupt caches must fall back to the single pass.
@@ -105,9 +106,10 @@ void ExpectSameTables(const TraceIndex& single, const TraceIndex& parallel) {
 }
 
 // Checks that `parallel` answers like `single` and like the oracle.
+// With `reads`, the watches are of every kind (read, access too).
 void ExpectSameAnswers(const Trace& single, const Trace& parallel, testing::TraceOracle& oracle,
-                       const Probe& probe, std::vector<std::uint64_t> positions,
-                       std::uint64_t seed) {
+                       const Probe& probe, std::vector<std::uint64_t> positions, std::uint64_t seed,
+                       bool reads = false) {
   const std::uint64_t n = single.event_count();
   ASSERT_EQ(parallel.event_count(), n);
   ASSERT_EQ(oracle.event_count(), n);
@@ -160,6 +162,7 @@ void ExpectSameAnswers(const Trace& single, const Trace& parallel, testing::Trac
       watch.length = 1 + rng() % 8;
       watch.address = lo + rng() % (hi - lo - 8);
       watch.only_changes = rng() % 2;
+      if (reads) watch.kind = static_cast<WatchKind>(rng() % 3);
       c.watches.push_back(watch);
     }
     const std::uint64_t from = rng() % (n + 1);
@@ -591,18 +594,50 @@ TEST(ParallelFakeTest, TamperedResumePointFallsBack) {
   }
 }
 
-TEST(ParallelFakeTest, TracesThatRecordReadsUseTheSinglePass) {
-  testing::FakeTraceOptions t;
-  t.seed = 41;
-  t.events = 800;
-  t.records_reads = true;
-  const testing::FakeTrace fake = testing::GenerateFakeTrace(t);
-  auto factory = testing::WithResumePoints(FakeFactory(fake), {400});
-  ASSERT_TRUE(factory.ok());
-  auto trace = Trace::OpenWith(*factory, "", TinyIndex(2));
-  ASSERT_TRUE(trace.ok());
-  EXPECT_EQ((*trace)->index_status().build_parts, 1u);
-  EXPECT_NE((*trace)->index_status().build_note.find("records reads"), std::string::npos);
+// Value inference across the parts (index_inference_merge.h): reads in a
+// part whose value reaches back into earlier parts, bytes never written,
+// partial images, clears inside parts, several threads.
+TEST(ParallelFakeTest, TracesThatRecordReadsMatchSinglePassAndOracle) {
+  struct ReadsCase {
+    std::string name;
+    int threads;
+    bool clears, full_image;
+    std::uint64_t seed;
+  };
+  const std::vector<ReadsCase> cases = {
+      {"reads_threads", 3, false, false, 41},
+      {"reads_clears", 2, true, false, 42},
+      {"reads_full_image", 1, false, true, 43},
+      {"reads_clears_image", 4, true, true, 44},
+  };
+  for (const ReadsCase& rc : cases) {
+    SCOPED_TRACE(rc.name);
+    testing::FakeTraceOptions t;
+    t.seed = rc.seed;
+    t.events = 1500;
+    t.threads = rc.threads;
+    t.records_reads = true;
+    t.clears = rc.clears;
+    t.full_image = rc.full_image;
+    t.full_registers = rc.full_image;
+    t.reader_copies_data = rc.seed % 2;
+    const testing::FakeTrace fake = testing::GenerateFakeTrace(t);
+    auto single = Trace::OpenWith(FakeFactory(fake), "", TinyIndex(1));
+    ASSERT_TRUE(single.ok()) << single.status().ToString();
+    const std::vector<std::uint64_t> points = {150, 300, 301, 599, 600, 777, 1100, 1499};
+    auto factory = testing::WithResumePoints(FakeFactory(fake), points);
+    ASSERT_TRUE(factory.ok());
+    for (unsigned parts : {2u, 3u, 5u}) {
+      SCOPED_TRACE(std::to_string(parts) + " parts");
+      auto parallel = Trace::OpenWith(*factory, "", TinyIndex(parts));
+      ASSERT_TRUE(parallel.ok()) << parallel.status().ToString();
+      EXPECT_EQ((*parallel)->index_status().build_parts, parts);
+      EXPECT_EQ((*parallel)->index_status().build_note, "");
+      testing::TraceOracle oracle(fake);
+      ExpectSameAnswers(**single, **parallel, oracle, FakeProbe(t.address_kind),
+                        AroundSeams(points, 300), parts, /*reads=*/true);
+    }
+  }
 }
 
 }  // namespace

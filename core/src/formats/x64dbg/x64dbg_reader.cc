@@ -266,28 +266,48 @@ Expected<bool> X64dbgReader::Next(Event* event) {
   return true;
 }
 
+// One walk over the block headers (ParseX64dbgBlock, as Enter() does, with
+// the thread-flag quirk), not over decoded events: the parallel index build
+// waits for it, so it must cost a fraction of the build. What a point needs
+// comes from the headers alone: the position of block k is k plus the
+// thread switches before it (each a marker event); a full dump stores every
+// slot, so the dump there is the block's own values; every other thread's
+// registers were cleared when it was switched out.
 std::vector<ResumePoint> X64dbgReader::ResumePoints() const {
   std::vector<ResumePoint> points;
-  auto opened = Open(source_);
-  if (!opened.ok()) return points;
-  X64dbgReader& r = **opened;
-  std::set<std::uint64_t> seen = {r.initial_thread_.value};
-  std::uint64_t position = 0, stride = 1, ordinal = 0;
-  Event e;
-  while (true) {
-    const ReaderPosition at = r.Tell();
-    if (position > 0 && !r.at_end_ && !r.marker_pending_ && r.anchor_ == r.block_.offset &&
-        ordinal++ % stride == 0) {
+  const unsigned duint = layout_->duint(), slots = layout_->slot_count();
+  std::set<std::uint64_t> seen;
+  std::uint64_t position = 0, stride = 1, ordinal = 0, thread = 1;
+  X64dbgBlock block, prev;
+  std::vector<std::uint8_t> dump(layout_->dump_size()), all_known(slots, 1);
+  std::vector<RegisterWrite> writes;
+  for (std::uint64_t offset = first_block_; offset < data_.size(); offset = block.end) {
+    const bool has_prev = offset != first_block_;
+    Status s = ParseX64dbgBlock(data_, offset, duint, slots, false, source_->name(), &block);
+    if (!s.ok() && has_prev && prev.thread_flag && !prev.full_dump) {
+      s = ParseX64dbgBlock(data_, offset, duint, slots, true, source_->name(), &block);
+    }
+    if (!s.ok()) break;  // the build meets the error itself
+    const std::uint64_t before = thread;
+    if (block.has_thread) thread = block.thread;
+    if (has_prev && thread != before) ++position;  // the switch marker
+    seen.insert(thread);
+    if (seen.size() > kMaxResumeThreads) return {};
+    if (position > 0 && block.full_dump && block.thread_flag && ordinal++ % stride == 0) {
       ResumePoint p;
       p.position = Position(position);
-      p.reader_position = at;
+      p.reader_position = {offset, offset};
+      for (unsigned i = 0; i < block.reg_count; ++i) {
+        std::memcpy(dump.data() + std::size_t{block.slots[i]} * duint,
+                    block.reg_values + std::size_t{i} * duint, duint);
+      }
+      writes.clear();
+      layout_->DecodeAll(dump, all_known, &writes);
       for (std::uint64_t tid : seen) {
         RegisterFile regs(layout_->arch());
-        if (tid == r.thread_.value) {
-          std::vector<RegisterWrite> writes;
-          layout_->DecodeAll(r.dump_, r.slot_known_, &writes);
+        if (tid == thread) {
           for (const RegisterWrite& w : writes) regs.Apply(w);
-        }  // other threads: cleared when they were switched out
+        }
         p.registers.emplace_back(ThreadId(tid), std::move(regs));
       }
       points.push_back(std::move(p));
@@ -298,10 +318,7 @@ std::vector<ResumePoint> X64dbgReader::ResumePoints() const {
         stride *= 2;
       }
     }
-    Expected<bool> more = r.Next(&e);
-    if (!more.ok() || !*more) break;
-    seen.insert(e.thread.value);
-    if (seen.size() > kMaxResumeThreads) return {};
+    prev = block;
     ++position;
   }
   return points;

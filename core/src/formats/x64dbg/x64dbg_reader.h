@@ -33,8 +33,10 @@
 // switch marker before the block is still due}. Seek() re-decodes from that
 // full dump (at most 512 blocks in x64dbg's files; from the first block in a
 // file without full dumps). ResumePoints() are the full dumps (at most 256,
-// evenly spread; none beyond 64 threads), found by one decoding pass over
-// the file.
+// evenly spread; none beyond 64 threads), found by one walk over the block
+// headers (no events decoded: ~1/4 of a decoding pass), used by the
+// parallel index build; each holds the dump's registers for its thread
+// (all known) and cleared registers for every other thread seen.
 //
 // Header: records_reads, no declared event count, virtual addresses, no
 // initial memory; properties: x64dbg's arch, hash and debuggee path.
