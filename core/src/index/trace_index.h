@@ -41,7 +41,13 @@ namespace backstep::core {
 // "" if `bytes` is a complete, intact index for `identity`; otherwise why it
 // is not: "truncated", "version", "stale: trace modified", "stale: keyframe
 // interval changed", "corrupt: ...". Cost: one pass over the file (checksum).
-std::string ValidateIndex(std::span<const std::uint8_t> bytes, const IndexIdentity& identity);
+// `after_chunk(chunk)` (optional) is called on each piece of the file once
+// the checksum has read it (index_store.cc drops the pages of a mapping
+// from the resident set, so that opening a large index does not make it
+// all resident).
+std::string ValidateIndex(
+    std::span<const std::uint8_t> bytes, const IndexIdentity& identity,
+    const std::function<void(std::span<const std::uint8_t>)>& after_chunk = nullptr);
 
 // One decoded access-list entry and its page.
 struct AccessHit {
