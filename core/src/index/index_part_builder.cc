@@ -295,9 +295,9 @@ Status IndexPartBuilder::Run(IndexTables* out) {
     t.record = WriteRegisterRecord(regs);
     if (plan_.seed_is_initial) t.out.initial_record = t.record, t.out.flags = 1;
   }
-  // Carried page states (8 KiB each) take at most a quarter of the budget,
-  // and at least 64 pages' worth.
-  writes_.set_carry_budget(std::max<std::uint64_t>(plan_.memory_budget / 4, 64 * 8200));
+  // Carried page states (8 KiB each) take at most a quarter of the budget
+  // (they count in it: more would make segments shorter).
+  writes_.set_carry_budget(plan_.memory_budget / 4);
   StartSegment(plan_.first_event);
   Event event;
   std::uint64_t n = plan_.first_event;
