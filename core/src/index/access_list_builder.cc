@@ -17,12 +17,28 @@ void AccessListBuilder::ClearMemory(std::uint64_t event) {
   last_clear_ = event;
 }
 
+bool AccessListBuilder::Seen(std::uint64_t page) const {
+  const auto it = seen_.find(page >> 9);
+  return it != seen_.end() && (it->second[(page >> 6) & 7] >> (page & 63)) & 1;
+}
+
+void AccessListBuilder::StartSegment(std::uint64_t first_event, bool history_complete) {
+  segment_first_ = first_event;
+  history_complete_ = history_complete;
+}
+
+// A state last touched before a clear: everything is unknown since, and the
+// state (kept up to date with every write after the clear) is complete.
+void AccessListBuilder::ResetIfCleared(PageState& state) const {
+  if (state.epoch == epoch_) return;
+  std::memset(state.known, 0, sizeof(state.known));
+  state.epoch = epoch_;
+  state.complete = true;
+}
+
 void AccessListBuilder::ApplyToState(PageState& state, std::uint32_t offset,
                                      std::span<const std::uint8_t> data) {
-  if (state.epoch != epoch_) {
-    std::memset(state.known, 0, sizeof(state.known));
-    state.epoch = epoch_;
-  }
+  ResetIfCleared(state);
   std::memcpy(state.values + offset, data.data(), data.size());
   std::memset(state.known + offset, 1, data.size());
 }
@@ -31,6 +47,10 @@ void AccessListBuilder::ApplyToState(PageState& state, std::uint32_t offset,
 void AccessListBuilder::Rebuild(Page& page, PageState& state) const {
   std::memset(state.known, 0, sizeof(state.known));
   state.epoch = epoch_;
+  // Complete when no earlier segment can hold a write since the last clear.
+  // (Rebuild runs from Add, for page last_page_number_.)
+  state.complete = (history_complete_ && !Seen(last_page_number_)) ||
+                   (epoch_ > 0 && last_clear_ >= segment_first_);
   for (const BlockRecord& block : page.blocks) {
     EntryDecoder decoder(page.data.data() + block.data_offset, block.first_event);
     for (std::uint32_t i = 0; i < block.entry_count; ++i) {
@@ -50,11 +70,14 @@ void AccessListBuilder::TakeSnapshot(Page& page) {
     memory_bytes_ += sizeof(PageState);
   }
   PageState& state = *page.state;
-  if (state.epoch != epoch_) {
-    std::memset(state.known, 0, sizeof(state.known));
-    state.epoch = epoch_;
-  }
-  page.snapshots.push_back({page.blocks.size(), page.snapshot_data.size()});
+  ResetIfCleared(state);
+  WriteSnapshot(page, page.blocks.size(), state);
+}
+
+void AccessListBuilder::WriteSnapshot(Page& page, std::uint64_t block_index,
+                                      const PageState& state) {
+  page.snapshots.push_back(
+      {block_index, page.snapshot_data.size(), state.complete ? kSnapshotComplete : 0});
   const std::size_t base = page.snapshot_data.size();
   page.snapshot_data.resize(base + kSnapshotSize);
   std::uint8_t* mask = page.snapshot_data.data() + base;
@@ -85,7 +108,13 @@ void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std:
   // Consecutive accesses usually hit the same page: skip the hash lookup.
   if (!last_page_ || last_page_number_ != page_number) {
     auto [it, inserted] = pages_.try_emplace(page_number);
-    if (inserted) memory_bytes_ += 96;
+    if (inserted) {
+      memory_bytes_ += 96;
+      if (auto carried = carried_.find(page_number); carried != carried_.end()) {
+        it->second.state = std::move(carried->second);
+        carried_.erase(carried);
+      }
+    }
     last_page_ = &it->second;
     last_page_number_ = page_number;
   }
@@ -133,7 +162,7 @@ void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std:
   if (page.state) ApplyToState(*page.state, offset, data);
 }
 
-ListRecord AccessListBuilder::Flush(IndexSink& sink) {
+ListRecord AccessListBuilder::Flush(IndexSink& sink, bool end_snapshots) {
   std::vector<std::uint64_t> order;
   order.reserve(pages_.size());
   for (const auto& [number, page] : pages_) order.push_back(number);
@@ -142,6 +171,10 @@ ListRecord AccessListBuilder::Flush(IndexSink& sink) {
   records.reserve(order.size());
   for (std::uint64_t number : order) {
     Page& page = pages_.at(number);
+    if (page.state) {
+      ResetIfCleared(*page.state);
+      if (end_snapshots) WriteSnapshot(page, page.blocks.size(), *page.state);
+    }
     const std::uint64_t data_base = sink.size();
     sink.Write(page.data);
     sink.Pad8();
@@ -155,13 +188,25 @@ ListRecord AccessListBuilder::Flush(IndexSink& sink) {
     rec.snapshots_offset = sink.size();
     sink.WriteRecords<SnapshotRecord>(page.snapshots);
     records.push_back(rec);
+    if (page.state) carried_.emplace(number, std::move(page.state));
+    if (history_complete_ && snapshots_) {
+      seen_[number >> 9][(number >> 6) & 7] |= std::uint64_t(1) << (number & 63);
+    }
     page = Page();  // release memory as we go
   }
   ListRecord list{sink.size(), records.size()};
   sink.WriteRecords<PageRecord>(records);
+  // Over the budget, drop the states of pages not written in this segment,
+  // then any: a dropped page rebuilds its state (incomplete) if it gets hot
+  // again, and queries then also look at earlier segments.
+  const std::uint64_t max_states = carry_budget_ / sizeof(PageState);
+  if (carried_.size() > max_states) {
+    std::erase_if(carried_, [&](const auto& kv) { return !pages_.contains(kv.first); });
+  }
+  while (carried_.size() > max_states) carried_.erase(carried_.begin());
   pages_.clear();
   last_page_ = nullptr;
-  memory_bytes_ = 0;
+  memory_bytes_ = carried_.size() * sizeof(PageState);
   return list;
 }
 

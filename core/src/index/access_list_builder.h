@@ -8,14 +8,19 @@
 // the segment since the last clear: mask + values) is taken, so that a value
 // query decodes at most snapshot_blocks * block_entries entries. The state
 // behind snapshots is only kept for hot pages: it is computed from the
-// page's buffered entries when the page takes its first snapshot.
+// page's buffered entries when the page takes its first snapshot, and
+// carried from one segment to the next while the page stays written: then
+// its snapshots hold every write since the last clear (kSnapshotComplete),
+// and queries need no earlier segment.
 //
 // Memory: the encoded entries (about 3 bytes + data per entry), 32 bytes per
-// block, 4.6 KiB per snapshot and 8 KiB of state per hot page, until Flush().
+// block, 4.6 KiB per snapshot and 8 KiB of state per hot page, until Flush();
+// after it, the 8 KiB states of hot pages, up to set_carry_budget().
 //
 // Thread-safety: one thread at a time.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -43,18 +48,31 @@ class AccessListBuilder {
            std::uint64_t piece_offset, std::uint64_t access_length);
   // All memory becomes unknown before the writes of `event`.
   void ClearMemory(std::uint64_t event);
+  // The next entries belong to a segment starting at `first_event`.
+  // `history_complete`: this builder saw every write before first_event (a
+  // pass from event 0), so the state of a page first written in this segment
+  // (or since a clear in it) holds every write since the last clear.
+  void StartSegment(std::uint64_t first_event, bool history_complete);
+  // At most this many bytes of page states are carried from one segment to
+  // the next (states of pages written in the last segment are kept first).
+  void set_carry_budget(std::uint64_t bytes) { carry_budget_ = bytes; }
 
   std::uint64_t memory_bytes() const { return memory_bytes_; }
   bool empty() const { return pages_.empty(); }
   // Writes the pages (entries, blocks, snapshots, page records) and returns
-  // their ListRecord; the builder is then empty.
-  ListRecord Flush(IndexSink& sink);
+  // their ListRecord; the builder is then empty except for the write-state
+  // of the hot pages just written, which carries into the next segment (so
+  // that its snapshots hold every write since the last clear). With
+  // `end_snapshots`, each hot page also gets a snapshot of its state at the
+  // segment's end, so that queries from later segments decode nothing here.
+  ListRecord Flush(IndexSink& sink, bool end_snapshots);
 
  private:
   struct PageState {
     std::uint8_t values[kPageSize];
     std::uint8_t known[kPageSize];
     std::uint64_t epoch;
+    bool complete;  // every write since the last clear, not only this segment's
   };
   struct Page {
     std::vector<std::uint8_t> data;
@@ -70,13 +88,26 @@ class AccessListBuilder {
   void TakeSnapshot(Page& page);
   void Rebuild(Page& page, PageState& state) const;
   void ApplyToState(PageState& state, std::uint32_t offset, std::span<const std::uint8_t> data);
+  void ResetIfCleared(PageState& state) const;
+  void WriteSnapshot(Page& page, std::uint64_t block_index, const PageState& state);
 
   std::uint32_t block_entries_, snapshot_blocks_;
   bool snapshots_;
   std::span<const std::uint8_t> trace_bytes_;
   std::uint64_t epoch_ = 0;       // number of memory clears so far
   std::uint64_t last_clear_ = 0;  // event of the last clear (0 if none)
+  std::uint64_t segment_first_ = 0;
+  bool history_complete_ = true;
+  std::uint64_t carry_budget_ = 0;
+  // Pages written in earlier segments of this pass, 512 pages per bitmap
+  // (page >> 9 -> bits): a page first written in this segment has no
+  // history elsewhere. ~0.13 byte per page in dense regions.
+  std::unordered_map<std::uint64_t, std::array<std::uint64_t, 8>> seen_;
+  bool Seen(std::uint64_t page) const;
   std::unordered_map<std::uint64_t, Page> pages_;
+  // Hot pages' states carried from previous segments, taken back by the
+  // page's first entry in this one (at most carry_budget_ bytes).
+  std::unordered_map<std::uint64_t, std::unique_ptr<PageState>> carried_;
   Page* last_page_ = nullptr;  // pages_[last_page_number_] (nodes are stable)
   std::uint64_t last_page_number_ = 0;
   std::uint64_t memory_bytes_ = 0;

@@ -18,7 +18,7 @@ namespace backstep::core {
 inline constexpr char kIndexMagic[8] = {'B', 'S', 'I', 'N', 'D', 'E', 'X', '\n'};
 inline constexpr char kFooterMagic[8] = {'B', 'S', 'I', 'D', 'X', 'E', 'N', 'D'};
 // Bump on any change of layout or meaning; a different version is rebuilt.
-inline constexpr std::uint32_t kIndexVersion = 2;
+inline constexpr std::uint32_t kIndexVersion = 3;
 
 inline constexpr std::uint64_t kPageBits = 12;
 inline constexpr std::uint64_t kPageSize = 1u << kPageBits;
@@ -168,11 +168,17 @@ struct BlockRecord {
   std::uint32_t data_size;
 };
 // Page write-state before block `block_index`: kPageSize/8 mask bytes then
-// kPageSize value bytes, of the writes in this segment since the last clear.
+// kPageSize value bytes, of the writes in this segment since the last clear
+// or, with kSnapshotComplete, of every write since the last clear (earlier
+// segments included: a query that starts from it needs no earlier segment).
+// block_index == the page's block_count: the state after the segment's last
+// entry (an end snapshot, for queries from later segments).
 struct SnapshotRecord {
   std::uint64_t block_index;
   std::uint64_t data_offset;
+  std::uint64_t flags;
 };
+inline constexpr std::uint64_t kSnapshotComplete = 1;
 inline constexpr std::uint64_t kSnapshotSize = kPageSize + kPageSize / 8;
 
 static_assert(sizeof(IndexDirectory) == 112 && sizeof(SegmentRecord) == 80 &&

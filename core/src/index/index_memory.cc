@@ -3,9 +3,11 @@
 // line mask); lookups binary-search the pages, then the blocks, and decode
 // whole blocks. Line masks let scans skip blocks that touch none of the
 // asked lines; write-state queries start from the latest page snapshot, so
-// they decode at most snapshot_blocks blocks per segment.
+// they decode at most snapshot_blocks blocks per segment, take an earlier
+// segment's end snapshot without decoding, and stop at a complete snapshot.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "index/trace_index.h"
 
@@ -201,7 +203,12 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
   const std::uint64_t mask = LineMask(o1, o2 - o1);
   std::uint64_t remaining = 0;
   for (std::uint32_t i = 0; i < o2 - o1; ++i) remaining += !known[i];
-  std::uint8_t seg_values[kPageSize], seg_known[kPageSize];
+  // A block's matching entries, to walk them newest first (blocks of the
+  // default 64 entries fit; larger tunings use the vector).
+  constexpr std::uint32_t kBlockBuffer = 128;
+  AccessEntry small_block[kBlockBuffer];
+  std::vector<AccessEntry> big_block;
+  bool last_needed = false;
   for (std::uint64_t s = SegmentIndexOf(p - 1) + 1; remaining > 0 && s-- > 0;) {
     const SegmentRecord seg = segment(s);
     if (seg.end_event <= lower) break;
@@ -210,8 +217,8 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
     const Blocks blocks{bytes_.data() + rec->blocks_offset, rec->block_count};
     const std::uint64_t end = blocks.Count([&](std::uint64_t first) { return first < p; });
     if (end == 0) continue;
-    std::memset(seg_known + o1, 0, o2 - o1);
-    // The latest snapshot before `end` whose block starts after the clear.
+    // The latest snapshot before `end` whose block starts after the clear;
+    // for a position past the segment, its end snapshot if it has one.
     const std::uint8_t* snaps = bytes_.data() + rec->snapshots_offset;
     std::uint64_t n = 0;
     for (std::uint64_t lo_s = 0, hi_s = rec->snapshot_count; lo_s < hi_s;) {
@@ -222,44 +229,91 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
         hi_s = mid;
       }
     }
+    std::optional<SnapshotRecord> snap;
+    if (p >= seg.end_event && n < rec->snapshot_count) {
+      // Snapshots with block_index >= end = block_count: only the end one.
+      // Valid whatever `lower` is: the segment reaches past it (see above),
+      // and the builder reset the state at that clear.
+      snap = LoadRecord<SnapshotRecord>(snaps + n * sizeof(SnapshotRecord));
+    } else if (n > 0) {
+      const auto s_rec = LoadRecord<SnapshotRecord>(snaps + (n - 1) * sizeof(SnapshotRecord));
+      if (blocks.at(s_rec.block_index).first_event >= lower) snap = s_rec;
+    }
     std::uint64_t start;
-    const auto snap = n > 0 ? LoadRecord<SnapshotRecord>(snaps + (n - 1) * sizeof(SnapshotRecord))
-                            : SnapshotRecord{0, 0};
-    if (n > 0 && blocks.at(snap.block_index).first_event >= lower) {
-      const std::uint8_t* bits = bytes_.data() + snap.data_offset;
-      const std::uint8_t* snap_values = bits + kPageSize / 8;
-      for (std::uint32_t i = o1; i < o2; ++i) {
-        if ((bits[i / 8] >> (i % 8)) & 1) {
-          seg_known[i] = 1;
-          seg_values[i] = snap_values[i];
-        }
-      }
-      start = snap.block_index;
+    if (snap) {
+      start = snap->block_index;
+      // A complete snapshot holds every write since the clear: no earlier
+      // segment can add anything.
+      if (snap->flags & kSnapshotComplete) last_needed = true;
     } else {
       start = blocks.Count([&](std::uint64_t first) { return first < lower; });
       start = start > 0 ? start - 1 : 0;
     }
-    for (std::uint64_t b = start; b < end; ++b) {
+    // Newest entries first, each byte taken from the first entry (= the last
+    // write) that covers it: older writes of bytes already decided are never
+    // fetched. Referenced data lives in the trace, one cache miss per entry,
+    // so a hot page costs the bytes it has rather than every write since the
+    // snapshot; and the walk stops once every asked byte is decided.
+    auto take = [&](const AccessEntry& e) {
+      const std::uint32_t a = std::max(o1, e.offset), z = std::min(o2, e.offset + e.length);
+      bool any = false;
+      for (std::uint32_t i = a; i < z && !any; ++i) any = !known[i - o1];
+      if (!any) return;
+      const std::uint8_t* data = EntryData(e);
+      for (std::uint32_t i = a; i < z; ++i) {
+        if (!known[i - o1]) {
+          values[i - o1] = data[i - e.offset];
+          known[i - o1] = 1;
+          --remaining;
+        }
+      }
+    };
+    for (std::uint64_t b = end; remaining > 0 && b-- > start;) {
       const BlockRecord block = blocks.at(b);
       if (!(block.line_mask & mask)) continue;
       EntryDecoder decoder(bytes_.data() + block.data_offset, block.first_event);
+      if (block.entry_count > kBlockBuffer && block.entry_count > big_block.size()) {
+        big_block.resize(block.entry_count);
+      }
+      AccessEntry* entries = block.entry_count <= kBlockBuffer ? small_block : big_block.data();
+      std::uint32_t count = 0;
       for (std::uint32_t j = 0; j < block.entry_count; ++j) {
         const AccessEntry e = decoder.Next();
         if (e.event >= p) break;
-        if (e.event < lower || !Overlaps(e, o1, o2)) continue;
-        const std::uint32_t a = std::max(o1, e.offset), z = std::min(o2, e.offset + e.length);
-        std::memcpy(seg_values + a, EntryData(e) + (a - e.offset), z - a);
-        std::memset(seg_known + a, 1, z - a);
+        if (e.event >= lower && Overlaps(e, o1, o2)) entries[count++] = e;
+      }
+      for (std::uint32_t k = count; remaining > 0 && k-- > 0;) take(entries[k]);
+    }
+    if (snap && remaining > 0) {
+      const std::uint8_t* bits = bytes_.data() + snap->data_offset;
+      const std::uint8_t* snap_values = bits + kPageSize / 8;
+      for (std::uint32_t i = o1; i < o2; ++i) {
+        if (!known[i - o1] && ((bits[i / 8] >> (i % 8)) & 1)) {
+          values[i - o1] = snap_values[i];
+          known[i - o1] = 1;
+          --remaining;
+        }
       }
     }
-    for (std::uint32_t i = o1; i < o2; ++i) {
-      if (seg_known[i] && !known[i - o1]) {
-        values[i - o1] = seg_values[i];
-        known[i - o1] = 1;
-        --remaining;
-      }
+    if (last_needed) break;
+  }
+}
+
+TraceIndex::SnapshotCounts TraceIndex::CountSnapshots(std::uint64_t s) const {
+  SnapshotCounts c;
+  const ListRecord& list = segment(s).lists[kWriteList];
+  for (std::uint64_t i = 0; i < list.page_count; ++i) {
+    const auto rec =
+        LoadRecord<PageRecord>(bytes_.data() + list.pages_offset + i * sizeof(PageRecord));
+    for (std::uint64_t j = 0; j < rec.snapshot_count; ++j) {
+      const auto snap = LoadRecord<SnapshotRecord>(bytes_.data() + rec.snapshots_offset +
+                                                   j * sizeof(SnapshotRecord));
+      ++c.snapshots;
+      c.complete += (snap.flags & kSnapshotComplete) != 0;
+      c.end += snap.block_index == rec.block_count;
     }
   }
+  return c;
 }
 
 void TraceIndex::InferredState(Address lo, Address hi, std::uint64_t first, std::uint64_t last,

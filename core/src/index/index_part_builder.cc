@@ -57,7 +57,9 @@ class IndexPartBuilder {
                  bool is_read);
   std::optional<std::uint64_t> RefOffset(const std::uint8_t* data, std::size_t length) const;
   std::uint64_t Pc(const RegisterFile& regs) const;
-  void FlushSegment(std::uint64_t end);
+  void StartSegment(std::uint64_t first);
+  // `last`: the index's last segment (no later segment needs end snapshots).
+  void FlushSegment(std::uint64_t end, bool last);
   void Finish(std::uint64_t events, IndexTables* out);
 
   TraceReader& reader_;
@@ -246,16 +248,26 @@ void IndexPartBuilder::IndexEvent(const Event& e, std::uint64_t event) {
   for (const MemoryAccess& w : e.writes) AddAccess(writes_, event, w, false);
 }
 
-void IndexPartBuilder::FlushSegment(std::uint64_t end) {
+// A pass from event 0 knows every page's history (parts that start later
+// only know it for pages cleared or carried since their start).
+void IndexPartBuilder::StartSegment(std::uint64_t first) {
+  segment_first_ = first;
+  const bool complete = plan_.first_event == 0;
+  writes_.StartSegment(first, complete);
+  reads_.StartSegment(first, complete);
+  inferred_.StartSegment(first, complete);
+}
+
+void IndexPartBuilder::FlushSegment(std::uint64_t end, bool last) {
   SegmentRecord seg{};
   seg.first_event = segment_first_;
   seg.end_event = end;
   std::tie(seg.pcs_offset, seg.pc_count) = pcs_.Flush(sink_);
-  seg.lists[kWriteList] = writes_.Flush(sink_);
-  seg.lists[kReadList] = reads_.Flush(sink_);
-  seg.lists[kInferredList] = inferred_.Flush(sink_);
+  seg.lists[kWriteList] = writes_.Flush(sink_, !last);
+  seg.lists[kReadList] = reads_.Flush(sink_, false);
+  seg.lists[kInferredList] = inferred_.Flush(sink_, false);
   segments_.push_back(seg);
-  segment_first_ = end;
+  StartSegment(end);
 }
 
 void IndexPartBuilder::Finish(std::uint64_t events, IndexTables* out) {
@@ -287,7 +299,10 @@ Status IndexPartBuilder::Run(IndexTables* out) {
     t.record = WriteRegisterRecord(regs);
     if (plan_.seed_is_initial) t.out.initial_record = t.record, t.out.flags = 1;
   }
-  segment_first_ = plan_.first_event;
+  // Carried page states (8 KiB each) take at most a quarter of the budget
+  // (they count in it: more would make segments shorter).
+  writes_.set_carry_budget(plan_.memory_budget / 4);
+  StartSegment(plan_.first_event);
   Event event;
   std::uint64_t n = plan_.first_event;
   for (; n != plan_.stop_event; ++n) {
@@ -302,7 +317,7 @@ Status IndexPartBuilder::Run(IndexTables* out) {
     if (pcs_.memory_bytes() + writes_.memory_bytes() + reads_.memory_bytes() +
             inferred_.memory_bytes() >
         plan_.memory_budget) {
-      FlushSegment(n + 1);
+      FlushSegment(n + 1, false);
     }
     if ((n + 1) % kProgressEvery == 0) {
       BACKSTEP_RETURN_IF_ERROR(sink_.status());
@@ -312,7 +327,7 @@ Status IndexPartBuilder::Run(IndexTables* out) {
       }
     }
   }
-  if (segment_first_ < n) FlushSegment(n);
+  if (segment_first_ < n) FlushSegment(n, plan_.stop_event == kNoEvent);
   Finish(n, out);
   return sink_.status();
 }

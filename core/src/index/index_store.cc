@@ -1,6 +1,8 @@
 #include "index/index_store.h"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -12,6 +14,23 @@
 namespace backstep::core {
 namespace {
 
+// The checksum reads every page of the mapped index; without this, all of
+// them would stay in the process's resident set (file-backed, but counted)
+// and resident memory would grow with the index. Called per checksummed
+// chunk (16 MiB, page-aligned offsets in a page-aligned mapping). MADV_DONTNEED on this
+// read-only file mapping only drops the page-table entries: the next access
+// refaults the page from the page cache. Serving then keeps only what the
+// queries touch.
+void ReleaseResidentPages(std::span<const std::uint8_t> mapped) {
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(mapped.data());
+  if (mapped.empty() || begin % page != 0) return;
+  // The last chunk may end mid-page: only whole pages (never beyond the map).
+  const std::size_t length = mapped.size() / page * page;
+  if (length == 0) return;
+  (void)madvise(const_cast<std::uint8_t*>(mapped.data()), length, MADV_DONTNEED);
+}
+
 struct Attempt {
   std::unique_ptr<TraceIndex> index;
   std::string why;  // empty when `index` is set
@@ -22,7 +41,7 @@ Attempt TryOpen(const std::string& path, const IndexIdentity& identity,
   Expected<std::shared_ptr<const ByteSource>> mapped = MapFile(path);
   if (!mapped.ok()) return {nullptr, "missing"};
   std::shared_ptr<const ByteSource> source = *mapped;
-  std::string why = ValidateIndex(source->data(), identity);
+  std::string why = ValidateIndex(source->data(), identity, ReleaseResidentPages);
   if (!why.empty()) return {nullptr, why};
   auto index = TraceIndex::Open(source, source->data(), trace_bytes);
   if (!index.ok()) return {nullptr, "corrupt: " + index.status().message()};

@@ -27,7 +27,8 @@ std::uint64_t PartitionPoint(std::uint64_t n, Fn&& pred) {
 
 }  // namespace
 
-std::string ValidateIndex(std::span<const std::uint8_t> bytes, const IndexIdentity& identity) {
+std::string ValidateIndex(std::span<const std::uint8_t> bytes, const IndexIdentity& identity,
+                          const std::function<void(std::span<const std::uint8_t>)>& after_chunk) {
   if (bytes.size() < kHeaderSize + kFooterSize) return "truncated";
   const auto header = LoadRecord<IndexHeader>(bytes.data());
   if (std::memcmp(header.magic, kIndexMagic, 8) != 0) return "corrupt: bad magic";
@@ -52,7 +53,13 @@ std::string ValidateIndex(std::span<const std::uint8_t> bytes, const IndexIdenti
     return "stale: keyframe interval changed";
   }
   Hash64 hash;
-  hash.Update(bytes.first(bytes.size() - kFooterSize));
+  constexpr std::size_t kChunk = 16 << 20;  // a multiple of every page size
+  const auto body = bytes.first(bytes.size() - kFooterSize);
+  for (std::size_t at = 0; at < body.size(); at += kChunk) {
+    const auto chunk = body.subspan(at, std::min(kChunk, body.size() - at));
+    hash.Update(chunk);
+    if (after_chunk) after_chunk(chunk);
+  }
   hash.Update(bytes.subspan(bytes.size() - kFooterSize, 24));
   if (hash.Digest() != footer.checksum) return "corrupt: checksum mismatch";
   return "";

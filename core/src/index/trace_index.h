@@ -41,7 +41,13 @@ namespace backstep::core {
 // "" if `bytes` is a complete, intact index for `identity`; otherwise why it
 // is not: "truncated", "version", "stale: trace modified", "stale: keyframe
 // interval changed", "corrupt: ...". Cost: one pass over the file (checksum).
-std::string ValidateIndex(std::span<const std::uint8_t> bytes, const IndexIdentity& identity);
+// `after_chunk(chunk)` (optional) is called on each piece of the file once
+// the checksum has read it (index_store.cc drops the pages of a mapping
+// from the resident set, so that opening a large index does not make it
+// all resident).
+std::string ValidateIndex(
+    std::span<const std::uint8_t> bytes, const IndexIdentity& identity,
+    const std::function<void(std::span<const std::uint8_t>)>& after_chunk = nullptr);
 
 // One decoded access-list entry and its page.
 struct AccessHit {
@@ -83,6 +89,22 @@ class TraceIndex {
   // Restores every thread's registers at keyframe k into files[thread index].
   // REQUIRES: files.size() == thread_count(), files built for the trace's arch.
   void RestoreKeyframe(std::uint64_t k, std::vector<RegisterFile>& files) const;
+
+  // --- segments (for tests and reports) ---
+  std::uint64_t segment_count() const { return dir_.segment_count; }
+  // [first_event, end_event) of segment s. REQUIRES: s < segment_count().
+  std::pair<std::uint64_t, std::uint64_t> SegmentRange(std::uint64_t s) const {
+    const SegmentRecord seg = segment(s);
+    return {seg.first_event, seg.end_event};
+  }
+  struct SnapshotCounts {
+    std::uint64_t snapshots = 0;             // page snapshots of the write list
+    std::uint64_t complete = 0;              // ...with kSnapshotComplete
+    std::uint64_t end = 0;                   // ...at the end of the segment
+    std::uint64_t complete_after_first = 0;  // (filled by callers that sum segments)
+  };
+  // Page snapshots of segment s's write list. O(pages of the segment).
+  SnapshotCounts CountSnapshots(std::uint64_t s) const;
 
   // --- clears ---
   // Last event < p that clears memory / first event >= p that does.
