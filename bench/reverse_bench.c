@@ -1,14 +1,14 @@
 /* The program bench/reverse_bench.py records both ways (gdb `record full`
  * and `backstep record`): integer-only (gdb's record full cannot undo x87 or
  * AVX-512 state on this machine), no libc calls in the measured part, about
- * 60k instructions at -O0. */
+ * 100k instructions at -O0. */
 long counter;
 long table[64];
 
 __attribute__((noinline)) long accumulate(int n) {
   long sum = 0;
   for (int i = 0; i < n; ++i) {
-    counter++;
+    counter++; /* BENCH-LOOP-BODY: `next`/`reverse-next` line by line from here */
     table[i & 63] += (long)i * i;
     sum += table[i & 63] ^ counter;
   }
@@ -18,6 +18,7 @@ __attribute__((noinline)) long accumulate(int n) {
 int main(void) {
   long total = 0;
   for (int round = 0; round < 20; ++round) total += accumulate(100 + round);
-  counter = total; /* BENCH-STOP: both sides start reversing here */
+  total += accumulate(1000); /* BENCH-NEXT-OVER: a call that runs a 1000-iteration loop */
+  counter = total;           /* BENCH-STOP: both sides start reversing here */
   return (int)(total & 1);
 }

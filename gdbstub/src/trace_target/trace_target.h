@@ -221,8 +221,7 @@ class TraceTarget final : public Target,
 
   // Registers: slot_of_[regnum] indexes slots_.
   std::vector<core::GdbSlot> slots_;
-  std::array<int, 3> expedited_{};
-  int expedited_count_ = 0;
+  std::vector<int> expedited_;  // regnums sent in every stop reply
   std::optional<int> pc_regnum_;
   std::vector<std::pair<std::string, std::string>> documents_;
   std::string triple_;
