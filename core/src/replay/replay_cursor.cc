@@ -328,7 +328,15 @@ void ReplayCursor::ReadCached(Address address, std::span<std::uint8_t> out,
     const Address a = address + done;
     const std::size_t offset = a & (kPageSize - 1);
     const std::size_t n = std::min<std::size_t>(out.size() - done, kPageSize - offset);
-    const CachedPage& page = LoadPage(a - offset);
+    const Address base = a - offset;
+    const auto missed_end = missed_.begin() + std::min(missed_count_, missed_.size());
+    if (FindPage(base) == nullptr && std::find(missed_.begin(), missed_end, base) == missed_end) {
+      missed_[missed_count_++ % missed_.size()] = base;
+      ReadNativeMemory(index_, image_, position_, a, out.subspan(done, n), known.subspan(done, n));
+      done += n;
+      continue;
+    }
+    const CachedPage& page = LoadPage(base);
     std::memcpy(out.data() + done, page.bytes.data() + offset, n);
     std::memcpy(known.data() + done, page.bytes.data() + kPageSize + offset, n);
     done += n;
@@ -367,6 +375,7 @@ void ReplayCursor::PatchWrites(bool journal) {
 
 void ReplayCursor::DropPages() const {
   for (CachedPage& page : pages_) page.valid = false;
+  missed_count_ = 0;
 }
 
 Expected<PagingRegisters> ReplayCursor::Paging() const {

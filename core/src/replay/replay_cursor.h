@@ -18,7 +18,9 @@
 // Memory pages read at this position are cached (up to kCachedPages 4 KiB
 // native pages, least recently used out), so the debugger's repeated small
 // reads after each step (the stack, page tables) cost a copy instead of
-// index lookups. The cache always describes position_: a step forward
+// index lookups. A page is cached on its second read since the last
+// keyframe load (a first read asks the index for the bytes asked only: a
+// read after a jump stays as cheap as it was). The cache always describes position_: a step forward
 // patches it with the event's writes, a step backward restores the old bytes
 // the journal kept, a clear of memory or a keyframe load empties it. A page
 // first read while the journal is not empty is read at the journal's base
@@ -29,6 +31,7 @@
 // const reads mutate). The Trace must outlive the cursor.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -153,6 +156,9 @@ class ReplayCursor final : public Cursor {
   mutable std::vector<std::uint8_t> old_bytes_;
   mutable std::vector<CachedPage> pages_;
   mutable std::uint64_t page_clock_ = 0;
+  // Pages read once since the last drop, not cached (ring).
+  mutable std::array<Address, 8> missed_{};
+  mutable std::size_t missed_count_ = 0;
 };
 
 }  // namespace backstep::core
