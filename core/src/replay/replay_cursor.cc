@@ -40,6 +40,7 @@ void ReplayCursor::ClearJournal() {
   writes_.clear();
   write_bytes_.clear();
   old_bytes_.clear();
+  unrecorded_ = 0;
 }
 
 Status ReplayCursor::ApplyNext() {
@@ -88,7 +89,11 @@ Status ReplayCursor::ApplyNext() {
       {event_reader_position_, static_cast<std::uint32_t>(undo_.size()),
        static_cast<std::uint32_t>(undo_bytes_.size()), static_cast<std::uint32_t>(writes_.size()),
        static_cast<std::uint32_t>(write_bytes_.size()), (event_.flags & kEventClearsMemory) != 0});
-  PatchWrites(true);
+  if (recording_writes_) {
+    PatchWrites(true);
+  } else {
+    ++unrecorded_;  // no page is cached: nothing to patch
+  }
   const auto t = static_cast<std::uint32_t>(*thread);
   bool saved_whole = false;
   auto save_whole = [&] {
@@ -160,6 +165,7 @@ void ReplayCursor::UndoLast() {
   }
   writes_.resize(j.write_begin);
   write_bytes_.resize(j.write_bytes_begin);
+  unrecorded_ = std::min(unrecorded_, journal_.size());
   if (j.clears_memory) DropPages();
   --position_;
   // NOTE: Seek on a position the reader produced itself; readers only fail
@@ -197,6 +203,7 @@ Status ReplayCursor::Seek(Position target) {
 Status ReplayCursor::SeekJournaled(std::uint64_t p) {
   journaling_ = true;
   BACKSTEP_RETURN_IF_ERROR(LoadKeyframe(p / index_.keyframe_interval()));
+  recording_writes_ = false;  // the cache is empty: LoadPage records them if needed
   while (position_ < p) BACKSTEP_RETURN_IF_ERROR(ApplyNext());
   return Status();
 }
@@ -269,11 +276,57 @@ ReplayCursor::CachedPage* ReplayCursor::FindPage(Address base) const {
   return nullptr;
 }
 
-ReplayCursor::CachedPage& ReplayCursor::LoadPage(Address base) const {
+bool ReplayCursor::RecordJournaledWrites() const {
+  // Entries are unrecorded only since the replay that started the journal
+  // and until the first page is cached, so writes_ is empty here.
+  assert(writes_.empty() && unrecorded_ <= journal_.size());
+  const ReaderPosition saved = reader_->Tell();
+  bool ok = reader_->Seek(journal_[0].reader_position).ok();
+  scratch_writes_.clear();
+  scratch_bytes_.clear();
+  for (std::size_t i = 0; ok && i < unrecorded_; ++i) {
+    Expected<bool> more = reader_->Next(&scratch_event_);
+    if (!more.ok() || !*more) {
+      ok = false;
+      break;
+    }
+    journal_[i].write_begin = static_cast<std::uint32_t>(scratch_writes_.size());
+    journal_[i].write_bytes_begin = static_cast<std::uint32_t>(scratch_bytes_.size());
+    for (const MemoryAccess& access : scratch_event_.writes) {
+      for (std::size_t done = 0; done < access.data.size();) {
+        const Address a = access.address + done;
+        const std::size_t n =
+            std::min<std::size_t>(access.data.size() - done, kPageSize - (a & (kPageSize - 1)));
+        scratch_writes_.push_back({a, static_cast<std::uint32_t>(n),
+                                   static_cast<std::uint32_t>(scratch_bytes_.size()), kNoOld});
+        scratch_bytes_.insert(scratch_bytes_.end(), access.data.begin() + done,
+                              access.data.begin() + done + n);
+        done += n;
+      }
+    }
+  }
+  // NOTE: Seek on a position the reader produced itself (see UndoLast).
+  Status restored = reader_->Seek(saved);
+  (void)restored;
+  if (!ok) return false;
+  for (std::size_t i = unrecorded_; i < journal_.size(); ++i) {
+    journal_[i].write_begin = static_cast<std::uint32_t>(scratch_writes_.size());
+    journal_[i].write_bytes_begin = static_cast<std::uint32_t>(scratch_bytes_.size());
+  }
+  writes_.swap(scratch_writes_);
+  write_bytes_.swap(scratch_bytes_);
+  unrecorded_ = 0;
+  recording_writes_ = true;
+  return true;
+}
+
+ReplayCursor::CachedPage* ReplayCursor::LoadPage(Address base) const {
   if (CachedPage* page = FindPage(base)) {
     page->used = ++page_clock_;
-    return *page;
+    return page;
   }
+  if (unrecorded_ > 0 && !RecordJournaledWrites()) return nullptr;
+  recording_writes_ = true;
   CachedPage* slot = nullptr;
   if (pages_.size() < kCachedPages) {
     slot = &pages_.emplace_back();
@@ -319,7 +372,7 @@ ReplayCursor::CachedPage& ReplayCursor::LoadPage(Address base) const {
   slot->base = base;
   slot->valid = true;
   slot->used = ++page_clock_;
-  return *slot;
+  return slot;
 }
 
 void ReplayCursor::ReadCached(Address address, std::span<std::uint8_t> out,
@@ -330,15 +383,18 @@ void ReplayCursor::ReadCached(Address address, std::span<std::uint8_t> out,
     const std::size_t n = std::min<std::size_t>(out.size() - done, kPageSize - offset);
     const Address base = a - offset;
     const auto missed_end = missed_.begin() + std::min(missed_count_, missed_.size());
-    if (FindPage(base) == nullptr && std::find(missed_.begin(), missed_end, base) == missed_end) {
+    const CachedPage* page = nullptr;
+    if (FindPage(base) != nullptr || std::find(missed_.begin(), missed_end, base) != missed_end) {
+      page = LoadPage(base);
+    } else {
       missed_[missed_count_++ % missed_.size()] = base;
-      ReadNativeMemory(index_, image_, position_, a, out.subspan(done, n), known.subspan(done, n));
-      done += n;
-      continue;
     }
-    const CachedPage& page = LoadPage(base);
-    std::memcpy(out.data() + done, page.bytes.data() + offset, n);
-    std::memcpy(known.data() + done, page.bytes.data() + kPageSize + offset, n);
+    if (page == nullptr) {
+      ReadNativeMemory(index_, image_, position_, a, out.subspan(done, n), known.subspan(done, n));
+    } else {
+      std::memcpy(out.data() + done, page->bytes.data() + offset, n);
+      std::memcpy(known.data() + done, page->bytes.data() + kPageSize + offset, n);
+    }
     done += n;
   }
 }

@@ -20,12 +20,14 @@
 // reads after each step (the stack, page tables) cost a copy instead of
 // index lookups. A page is cached on its second read since the last
 // keyframe load (a first read asks the index for the bytes asked only: a
-// read after a jump stays as cheap as it was). The cache always describes position_: a step forward
-// patches it with the event's writes, a step backward restores the old bytes
-// the journal kept, a clear of memory or a keyframe load empties it. A page
-// first read while the journal is not empty is read at the journal's base
-// and brought forward through the journaled writes, so that every journaled
-// write to a cached page has its old bytes.
+// read after a jump stays as cheap as it was). The replay from a keyframe
+// that starts a journal does not record memory writes (a jump followed by
+// one step stays as cheap as it was); the first page cached in that window
+// decodes the window's events once more to record them. The cache always describes position_: a
+// step forward patches it with the event's writes, a step backward restores the old bytes the
+// journal kept, a clear of memory or a keyframe load empties it. A page first read while the
+// journal is not empty is read at the journal's base and brought forward through the journaled
+// writes, so that every journaled write to a cached page has its old bytes.
 //
 // Thread-safety: one thread at a time (Cursor's contract; the cache makes
 // const reads mutate). The Trace must outlive the cursor.
@@ -37,6 +39,7 @@
 #include <vector>
 
 #include "backstep/core/cursor.h"
+#include "backstep/core/event.h"
 #include "backstep/core/trace.h"
 #include "index/memory_state.h"
 #include "index/trace_index.h"
@@ -117,13 +120,17 @@ class ReplayCursor final : public Cursor {
   void ClearJournal();
   // ---- Page cache.
   CachedPage* FindPage(Address base) const;
-  CachedPage& LoadPage(Address base) const;
+  // nullptr when the page cannot be cached (the reader failed).
+  CachedPage* LoadPage(Address base) const;
   // Reads native memory at position_ through the cache.
   void ReadCached(Address address, std::span<std::uint8_t> out,
                   std::span<std::uint8_t> known) const;
   // Applies event_'s writes to the cached pages, journaling them if asked.
   void PatchWrites(bool journal);
   void DropPages() const;
+  // Records the writes of the journal's unrecorded entries (decoding their
+  // events again); false if the reader fails.
+  bool RecordJournaledWrites() const;
   Expected<PagingRegisters> Paging() const;
   PhysicalReadFn PhysicalReader() const;
   Status ReadVirtual(Address address, std::span<std::uint8_t> out,
@@ -145,15 +152,22 @@ class ReplayCursor final : public Cursor {
   // lasts until a seek loads a keyframe (random seeks do not pay for it).
   bool journaling_ = false;
   std::optional<std::pair<std::uint64_t, std::size_t>> last_thread_;  // (tid, index) cache
-  std::uint64_t journal_base_ = 0;  // journal_[i] is event journal_base_ + i
-  std::vector<JournalEntry> journal_;
+  std::uint64_t journal_base_ = 0;             // journal_[i] is event journal_base_ + i
+  mutable std::vector<JournalEntry> journal_;  // mutable: RecordJournaledWrites
   std::vector<UndoRecord> undo_;
   std::vector<std::uint8_t> undo_bytes_;
   mutable std::vector<WriteRecord> writes_;
-  std::vector<std::uint8_t> write_bytes_;
+  mutable std::vector<std::uint8_t> write_bytes_;
   // Appended to, never cut back until the journal is cleared (old bytes of
   // a page loaded late belong to earlier entries).
   mutable std::vector<std::uint8_t> old_bytes_;
+  // Entries [0, unrecorded_) of the journal have no WriteRecords (and then
+  // no page is cached); recording_writes_ says whether new entries get them.
+  mutable std::size_t unrecorded_ = 0;
+  mutable bool recording_writes_ = true;
+  mutable Event scratch_event_;
+  mutable std::vector<WriteRecord> scratch_writes_;
+  mutable std::vector<std::uint8_t> scratch_bytes_;
   mutable std::vector<CachedPage> pages_;
   mutable std::uint64_t page_clock_ = 0;
   // Pages read once since the last drop, not cached (ring).
