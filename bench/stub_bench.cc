@@ -7,6 +7,9 @@
 //   BM_StubReverseStepSpread      at positions spread through the trace (each
 //                                 sample first jumps there, untimed)
 //   BM_StubReverseStepSequential  consecutive reverse steps from the end
+//   BM_StubReverseStepGdb         consecutive reverse steps as gdb 13 does
+//                                 them now: `bs`, then the `m` at the stack
+//                                 pointer the stop reply expedites (no `g`)
 // Environment: BACKSTEP_BENCH_EVENTS (default 10^7), BACKSTEP_BENCH_DIR
 // (default /tmp/backstep-bench), as core_bench.cc. Reports p50/p99 in µs.
 #include <arpa/inet.h>
@@ -158,6 +161,26 @@ double RoundTrip(Client& client) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
 
+// rsp from a stop reply's expedited registers (`07:<16 hex digits>;`).
+std::uint64_t ExpeditedRsp(const std::string& stop) {
+  const std::size_t at = stop.find(";07:");
+  if (at == std::string::npos) std::abort();
+  std::uint64_t rsp = 0;
+  for (int i = 7; i >= 0; --i) {
+    rsp = rsp << 8 | std::stoul(stop.substr(at + 4 + 2 * i, 2), nullptr, 16);
+  }
+  return rsp;
+}
+
+double GdbRoundTrip(Client& client) {
+  auto start = Clock::now();
+  std::uint64_t rsp = ExpeditedRsp(client.Ask("bs"));
+  char m[48];
+  std::snprintf(m, sizeof m, "m%llx,40", static_cast<unsigned long long>(rsp));
+  benchmark::DoNotOptimize(client.Ask(m).size());
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
 void Report(benchmark::State& state, std::vector<double>& us) {
   std::sort(us.begin(), us.end());
   state.counters["p50_us"] = us[us.size() / 2];
@@ -194,6 +217,17 @@ void BM_StubReverseStepSequential(benchmark::State& state) {
   Report(state, us);
 }
 BENCHMARK(BM_StubReverseStepSequential)->Unit(benchmark::kMicrosecond)->Iterations(5000);
+
+void BM_StubReverseStepGdb(benchmark::State& state) {
+  StubFixture fixture;
+  Client client(fixture.port);
+  client.Ask("qRcmd," + HexText("goto end"));
+  client.Ask("s");
+  std::vector<double> us;
+  for (auto _ : state) us.push_back(GdbRoundTrip(client));
+  Report(state, us);
+}
+BENCHMARK(BM_StubReverseStepGdb)->Unit(benchmark::kMicrosecond)->Iterations(5000);
 
 }  // namespace
 }  // namespace backstep::gdbstub

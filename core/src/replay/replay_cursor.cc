@@ -27,10 +27,20 @@ Status ReplayCursor::LoadKeyframe(std::uint64_t k) {
   if (!s.ok()) return s.Annotate("seeking to keyframe at position " + std::to_string(p));
   position_ = reader_at_ = journal_base_ = p;
   event_at_ = kNoEvent;
+  ClearJournal();
+  DropPages();
+  return Status();
+}
+
+void ReplayCursor::ClearJournal() {
+  journal_base_ = position_;
   journal_.clear();
   undo_.clear();
   undo_bytes_.clear();
-  return Status();
+  writes_.clear();
+  write_bytes_.clear();
+  old_bytes_.clear();
+  unrecorded_ = 0;
 }
 
 Status ReplayCursor::ApplyNext() {
@@ -64,19 +74,26 @@ Status ReplayCursor::ApplyNext() {
     // Plain replay (Seek): no undo information, the journal stays empty.
     if (event_.flags & kEventClearsRegisters) file.Clear();
     for (const RegisterWrite& w : event_.registers) file.Apply(w);
+    PatchWrites(false);
     journal_base_ = ++position_;
     reader_at_ = position_;
     event_at_ = kNoEvent;
     return Status();
   }
-  if (journal_.size() >= 2 * index_.keyframe_interval()) {
-    journal_.clear();
-    undo_.clear();
-    undo_bytes_.clear();
-    journal_base_ = position_;
+  // NOTE: the old bytes of late-loaded pages are never cut back (see
+  // old_bytes_), so they also bound the journal's life.
+  if (journal_.size() >= 2 * index_.keyframe_interval() || old_bytes_.size() > (8u << 20)) {
+    ClearJournal();
   }
-  journal_.push_back({event_reader_position_, static_cast<std::uint32_t>(undo_.size()),
-                      static_cast<std::uint32_t>(undo_bytes_.size())});
+  journal_.push_back(
+      {event_reader_position_, static_cast<std::uint32_t>(undo_.size()),
+       static_cast<std::uint32_t>(undo_bytes_.size()), static_cast<std::uint32_t>(writes_.size()),
+       static_cast<std::uint32_t>(write_bytes_.size()), (event_.flags & kEventClearsMemory) != 0});
+  if (recording_writes_) {
+    PatchWrites(true);
+  } else {
+    ++unrecorded_;  // no page is cached: nothing to patch
+  }
   const auto t = static_cast<std::uint32_t>(*thread);
   bool saved_whole = false;
   auto save_whole = [&] {
@@ -133,6 +150,23 @@ void ReplayCursor::UndoLast() {
   }
   undo_.resize(j.undo_begin);
   undo_bytes_.resize(j.undo_bytes_begin);
+  for (std::size_t i = writes_.size(); i-- > j.write_begin;) {
+    const WriteRecord& w = writes_[i];
+    CachedPage* page = FindPage(w.address & ~(kPageSize - 1));
+    if (page == nullptr) continue;
+    if (w.old == kNoOld) {
+      page->valid = false;  // cannot happen (LoadPage's contract); stay correct anyway
+      continue;
+    }
+    const std::size_t offset = w.address & (kPageSize - 1);
+    std::memcpy(page->bytes.data() + offset, old_bytes_.data() + w.old, w.size);
+    std::memcpy(page->bytes.data() + kPageSize + offset, old_bytes_.data() + w.old + w.size,
+                w.size);
+  }
+  writes_.resize(j.write_begin);
+  write_bytes_.resize(j.write_bytes_begin);
+  unrecorded_ = std::min(unrecorded_, journal_.size());
+  if (j.clears_memory) DropPages();
   --position_;
   // NOTE: Seek on a position the reader produced itself; readers only fail
   // on foreign positions, so the status is not worth propagating here.
@@ -169,6 +203,7 @@ Status ReplayCursor::Seek(Position target) {
 Status ReplayCursor::SeekJournaled(std::uint64_t p) {
   journaling_ = true;
   BACKSTEP_RETURN_IF_ERROR(LoadKeyframe(p / index_.keyframe_interval()));
+  recording_writes_ = false;  // the cache is empty: LoadPage records them if needed
   while (position_ < p) BACKSTEP_RETURN_IF_ERROR(ApplyNext());
   return Status();
 }
@@ -228,8 +263,175 @@ Status ReplayCursor::ReadMemory(Address address, std::span<std::uint8_t> out,
   if (!index_.physical() && kind == AddressKind::kPhysical) {
     return Status::Unsupported(trace_.path() + ": physical read in a trace of virtual addresses");
   }
-  ReadNativeMemory(index_, image_, position_, address, out, known);
+  ReadCached(address, out, known);
   return Status();
+}
+
+// ---- Page cache
+
+ReplayCursor::CachedPage* ReplayCursor::FindPage(Address base) const {
+  for (CachedPage& page : pages_) {
+    if (page.valid && page.base == base) return &page;
+  }
+  return nullptr;
+}
+
+bool ReplayCursor::RecordJournaledWrites() const {
+  // Entries are unrecorded only since the replay that started the journal
+  // and until the first page is cached, so writes_ is empty here.
+  assert(writes_.empty() && unrecorded_ <= journal_.size());
+  const ReaderPosition saved = reader_->Tell();
+  bool ok = reader_->Seek(journal_[0].reader_position).ok();
+  scratch_writes_.clear();
+  scratch_bytes_.clear();
+  for (std::size_t i = 0; ok && i < unrecorded_; ++i) {
+    Expected<bool> more = reader_->Next(&scratch_event_);
+    if (!more.ok() || !*more) {
+      ok = false;
+      break;
+    }
+    journal_[i].write_begin = static_cast<std::uint32_t>(scratch_writes_.size());
+    journal_[i].write_bytes_begin = static_cast<std::uint32_t>(scratch_bytes_.size());
+    for (const MemoryAccess& access : scratch_event_.writes) {
+      for (std::size_t done = 0; done < access.data.size();) {
+        const Address a = access.address + done;
+        const std::size_t n =
+            std::min<std::size_t>(access.data.size() - done, kPageSize - (a & (kPageSize - 1)));
+        scratch_writes_.push_back({a, static_cast<std::uint32_t>(n),
+                                   static_cast<std::uint32_t>(scratch_bytes_.size()), kNoOld});
+        scratch_bytes_.insert(scratch_bytes_.end(), access.data.begin() + done,
+                              access.data.begin() + done + n);
+        done += n;
+      }
+    }
+  }
+  // NOTE: Seek on a position the reader produced itself (see UndoLast).
+  Status restored = reader_->Seek(saved);
+  (void)restored;
+  if (!ok) return false;
+  for (std::size_t i = unrecorded_; i < journal_.size(); ++i) {
+    journal_[i].write_begin = static_cast<std::uint32_t>(scratch_writes_.size());
+    journal_[i].write_bytes_begin = static_cast<std::uint32_t>(scratch_bytes_.size());
+  }
+  writes_.swap(scratch_writes_);
+  write_bytes_.swap(scratch_bytes_);
+  unrecorded_ = 0;
+  recording_writes_ = true;
+  return true;
+}
+
+ReplayCursor::CachedPage* ReplayCursor::LoadPage(Address base) const {
+  if (CachedPage* page = FindPage(base)) {
+    page->used = ++page_clock_;
+    return page;
+  }
+  if (unrecorded_ > 0 && !RecordJournaledWrites()) return nullptr;
+  recording_writes_ = true;
+  CachedPage* slot = nullptr;
+  if (pages_.size() < kCachedPages) {
+    slot = &pages_.emplace_back();
+    slot->bytes.resize(2 * kPageSize);
+  } else {
+    slot = &pages_.front();
+    for (CachedPage& page : pages_) {
+      if (!page.valid) {
+        slot = &page;
+        break;
+      }
+      if (page.used < slot->used) slot = &page;
+    }
+  }
+  std::span<std::uint8_t> values(slot->bytes.data(), kPageSize);
+  std::span<std::uint8_t> known(slot->bytes.data() + kPageSize, kPageSize);
+  // Read at the journal's base, then replay the journaled writes to this
+  // page, keeping the old bytes each one overwrote: backward steps through
+  // the journal can then restore the page without the index. A clear of
+  // memory starts a new epoch whose state the index infers from later reads
+  // (memory_state.h), so the replay starts after the journal's last clear
+  // (undoing that clear drops the cache anyway).
+  std::size_t first_entry = 0;
+  for (std::size_t e = journal_.size(); e-- > 0;) {
+    if (journal_[e].clears_memory) {
+      first_entry = e + 1;
+      break;
+    }
+  }
+  ReadNativeMemory(index_, image_, journal_base_ + first_entry, base, values, known);
+  const std::size_t first_write =
+      first_entry < journal_.size() ? journal_[first_entry].write_begin : writes_.size();
+  for (std::size_t i = first_write; i < writes_.size(); ++i) {
+    WriteRecord& w = writes_[i];
+    if ((w.address & ~(kPageSize - 1)) != base) continue;
+    const std::size_t offset = w.address & (kPageSize - 1);
+    w.old = static_cast<std::uint32_t>(old_bytes_.size());
+    old_bytes_.insert(old_bytes_.end(), values.begin() + offset, values.begin() + offset + w.size);
+    old_bytes_.insert(old_bytes_.end(), known.begin() + offset, known.begin() + offset + w.size);
+    std::memcpy(values.data() + offset, write_bytes_.data() + w.data, w.size);
+    std::fill(known.begin() + offset, known.begin() + offset + w.size, 1);
+  }
+  slot->base = base;
+  slot->valid = true;
+  slot->used = ++page_clock_;
+  return slot;
+}
+
+void ReplayCursor::ReadCached(Address address, std::span<std::uint8_t> out,
+                              std::span<std::uint8_t> known) const {
+  for (std::size_t done = 0; done < out.size();) {
+    const Address a = address + done;
+    const std::size_t offset = a & (kPageSize - 1);
+    const std::size_t n = std::min<std::size_t>(out.size() - done, kPageSize - offset);
+    const Address base = a - offset;
+    const auto missed_end = missed_.begin() + std::min(missed_count_, missed_.size());
+    const CachedPage* page = nullptr;
+    if (FindPage(base) != nullptr || std::find(missed_.begin(), missed_end, base) != missed_end) {
+      page = LoadPage(base);
+    } else {
+      missed_[missed_count_++ % missed_.size()] = base;
+    }
+    if (page == nullptr) {
+      ReadNativeMemory(index_, image_, position_, a, out.subspan(done, n), known.subspan(done, n));
+    } else {
+      std::memcpy(out.data() + done, page->bytes.data() + offset, n);
+      std::memcpy(known.data() + done, page->bytes.data() + kPageSize + offset, n);
+    }
+    done += n;
+  }
+}
+
+void ReplayCursor::PatchWrites(bool journal) {
+  if (event_.flags & kEventClearsMemory) DropPages();
+  for (const MemoryAccess& access : event_.writes) {
+    for (std::size_t done = 0; done < access.data.size();) {
+      const Address a = access.address + done;
+      const std::size_t offset = a & (kPageSize - 1);
+      const std::size_t n = std::min<std::size_t>(access.data.size() - done, kPageSize - offset);
+      const std::uint8_t* data = access.data.data() + done;
+      done += n;
+      CachedPage* page = FindPage(a - offset);
+      if (journal) {
+        WriteRecord w{a, static_cast<std::uint32_t>(n),
+                      static_cast<std::uint32_t>(write_bytes_.size()), kNoOld};
+        write_bytes_.insert(write_bytes_.end(), data, data + n);
+        if (page != nullptr) {
+          w.old = static_cast<std::uint32_t>(old_bytes_.size());
+          const std::uint8_t* bytes = page->bytes.data() + offset;
+          old_bytes_.insert(old_bytes_.end(), bytes, bytes + n);
+          old_bytes_.insert(old_bytes_.end(), bytes + kPageSize, bytes + kPageSize + n);
+        }
+        writes_.push_back(w);
+      }
+      if (page != nullptr) {
+        std::memcpy(page->bytes.data() + offset, data, n);
+        std::memset(page->bytes.data() + kPageSize + offset, 1, n);
+      }
+    }
+  }
+}
+
+void ReplayCursor::DropPages() const {
+  for (CachedPage& page : pages_) page.valid = false;
+  missed_count_ = 0;
 }
 
 Expected<PagingRegisters> ReplayCursor::Paging() const {
@@ -248,7 +450,7 @@ PhysicalReadFn ReplayCursor::PhysicalReader() const {
   return [this](Address pa, std::span<std::uint8_t> bytes) {
     std::uint8_t k[64];
     if (bytes.size() > sizeof(k)) return false;
-    ReadNativeMemory(index_, image_, position_, pa, bytes, {k, bytes.size()});
+    ReadCached(pa, bytes, {k, bytes.size()});
     return std::all_of(k, k + bytes.size(), [](std::uint8_t b) { return b != 0; });
   };
 }
@@ -269,8 +471,7 @@ Status ReplayCursor::ReadVirtual(Address address, std::span<std::uint8_t> out,
       } else {
         n = std::min<std::size_t>(out.size() - done, t->page_size - (va & (t->page_size - 1)));
       }
-      ReadNativeMemory(index_, image_, position_, t->physical, out.subspan(done, n),
-                       known.subspan(done, n));
+      ReadCached(t->physical, out.subspan(done, n), known.subspan(done, n));
     }
     done += n;  // unmapped: unknown bytes up to the next 4 KiB boundary
   }

@@ -133,6 +133,51 @@ TEST_P(CursorCrossCheck, StepsBothWays) {
   }
 }
 
+// The page cache and the journal under a random walk: runs of steps in
+// both directions (across keyframes and, on multi-thread traces, threads),
+// short seeks, and reads of the same hot pages at every position (so cached
+// pages are patched and restored, never re-read) plus reads of other pages
+// in the middle of a journaled window (loaded late). Every position is
+// checked against the oracle, i.e. what a fresh seek sees.
+TEST_P(CursorCrossCheck, RandomWalkWithCachedPages) {
+  std::mt19937_64 rng(GetParam().trace.seed + 2);
+  const std::uint64_t n = trace_.events.size();
+  const AddressKind native_kind = trace_.address_kind;
+  const auto regions = testing::FakeDataRegions(native_kind);
+  std::uint64_t p = n / 2 + rng() % 40;
+  ASSERT_TRUE(cursor_->Seek(Position(p)).ok());
+  for (int move = 0; move < 400; ++move) {
+    const int kind = static_cast<int>(rng() % 10);
+    if (kind < 4) {  // a run of backward steps
+      for (int i = static_cast<int>(rng() % 60); i > 0 && p > 0; --i, --p) {
+        ASSERT_TRUE(cursor_->StepBackward().ok());
+      }
+    } else if (kind < 8) {  // a run of forward steps
+      for (int i = static_cast<int>(rng() % 60); i > 0 && p < n; --i, ++p) {
+        ASSERT_TRUE(cursor_->StepForward().ok());
+      }
+    } else {  // a short seek either way
+      const std::uint64_t lo = p > 80 ? p - 80 : 0;
+      p = std::min<std::uint64_t>(n, lo + rng() % 160);
+      ASSERT_TRUE(cursor_->Seek(Position(p)).ok());
+    }
+    oracle_->Seek(p);
+    ExpectRegisters(p);
+    // The hot page every time; another page now and then.
+    ExpectMemory(regions[0].first + 64, regions[0].first + 64, 256, native_kind);
+    if (move % 3 == 0) {
+      const auto& [lo, hi] = regions[rng() % regions.size()];
+      const Address a = lo + rng() % (hi - lo - 64);
+      ExpectMemory(a, a, 64, native_kind);
+    }
+    if (native_kind == AddressKind::kPhysical && move % 5 == 0) {
+      const Address va = testing::kMappedVirtual + 4096 - 32;
+      ExpectMemory(va, *testing::FakeTranslate(va), 64, AddressKind::kVirtual);
+    }
+    if (HasFatalFailure()) return;
+  }
+}
+
 TEST_P(CursorCrossCheck, Ends) {
   const std::uint64_t n = trace_.events.size();
   EXPECT_TRUE(cursor_->StepBackward().IsOutOfRange());

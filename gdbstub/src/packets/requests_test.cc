@@ -71,8 +71,20 @@ TEST(RequestsTest, VContActions) {
   EXPECT_EQ((*actions)[1].signal, 0x0b);
   EXPECT_EQ((*actions)[1].thread, std::nullopt);
 
-  for (std::string_view bad :
-       {"", "c;", "r1000,2000", "t", "x", "c:", "C", "s05", "C100", "c:zz"}) {
+  // A range step (gdb's next): a step with [start, end).
+  actions = ParseVCont("r401636,40164a:p1.1;c:p1.-1");
+  ASSERT_TRUE(actions);
+  ASSERT_EQ(actions->size(), 2u);
+  EXPECT_EQ((*actions)[0].kind, ResumeKind::kStep);
+  EXPECT_EQ((*actions)[0].range, std::make_pair(std::uint64_t{0x401636}, std::uint64_t{0x40164a}));
+  EXPECT_EQ((*actions)[0].thread, (ThreadSpec{WireId::Of(1), WireId::Of(1)}));
+  EXPECT_EQ((*actions)[1].range, std::nullopt);
+  actions = ParseVCont("r10,10");
+  ASSERT_TRUE(actions);
+  EXPECT_EQ((*actions)[0].range, std::make_pair(std::uint64_t{0x10}, std::uint64_t{0x10}));
+
+  for (std::string_view bad : {"", "c;", "r1000", "r2000,1000", "r,10", "r10,", "rzz,10", "t", "x",
+                               "c:", "C", "s05", "C100", "c:zz"}) {
     EXPECT_EQ(ParseVCont(bad), std::nullopt) << bad;
   }
 }

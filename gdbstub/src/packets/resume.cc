@@ -9,7 +9,8 @@ namespace {
 enum class Direction : unsigned char { kForward, kBackward };
 
 Reply Resume(Session& session, Direction direction, ResumeKind kind,
-             std::optional<core::ThreadId> thread) {
+             std::optional<core::ThreadId> thread,
+             std::optional<std::pair<std::uint64_t, std::uint64_t>> range = std::nullopt) {
   if (session.state().selected_frame) {
     return Reply::Fail("cannot resume while looking at a trace frame");
   }
@@ -22,7 +23,9 @@ Reply Resume(Session& session, Direction direction, ResumeKind kind,
     return Reply::Packet(FormatStopReply(Interrupted{}, target, session.stop_reply_options()));
   }
   auto stop =
-      direction == Direction::kForward
+      range ? target.range_stepping()->RangeStep(range->first, range->second, thread,
+                                                 session.interrupt_flag())
+      : direction == Direction::kForward
           ? target.Resume(kind, thread, session.interrupt_flag())
           : target.reverse_execution()->ResumeBackward(kind, thread, session.interrupt_flag());
   if (!stop.ok()) return Reply::FromStatus(stop.status());
@@ -57,6 +60,15 @@ std::optional<VContAction> ParseAction(std::string_view text) {
     auto signal = ParseHexU64(op);
     if (!signal || *signal > 0xff) return std::nullopt;
     action.signal = static_cast<std::uint8_t>(*signal);
+  } else if (letter == 'r') {
+    const std::size_t comma = op.find(',');
+    if (comma == std::string_view::npos) return std::nullopt;
+    auto start = ParseHexU64(op.substr(0, comma));
+    auto end = ParseHexU64(op.substr(comma + 1));
+    if (!start || !end || *end < *start) return std::nullopt;
+    action.range.emplace(*start, *end);
+    action.kind = ResumeKind::kStep;
+    return action;
   } else if (!op.empty() || (letter != 'c' && letter != 's')) {
     return std::nullopt;
   }
@@ -96,8 +108,8 @@ std::optional<ResumeArgs> ParseSignalResumeArgs(std::string_view args) {
   return result;
 }
 
-Reply HandleVContQuery(Session&, std::string_view) {
-  return Reply::Packet("vCont;c;C;s;S");  // no `r`: range stepping is not implemented
+Reply HandleVContQuery(Session& session, std::string_view) {
+  return Reply::Packet(session.target().range_stepping() ? "vCont;c;C;s;S;r" : "vCont;c;C;s;S");
 }
 
 Reply HandleVCont(Session& session, std::string_view args) {
@@ -109,6 +121,12 @@ Reply HandleVCont(Session& session, std::string_view args) {
     if (action.thread && action.thread->tid.value()) {
       thread = session.ResolveThread(*action.thread);
       if (!thread) return Reply::Fail("vCont: no such thread");
+    }
+    if (action.range) {
+      if (!session.target().range_stepping()) {
+        return Reply::BadArguments("vCont: range stepping is not supported");
+      }
+      return Resume(session, Direction::kForward, ResumeKind::kStep, thread, action.range);
     }
     return Resume(session, Direction::kForward, ResumeKind::kStep, thread);
   }

@@ -9,12 +9,16 @@
 //
 // vCont: the first step action decides (`vCont;s:p1.1;c:p1.-1` steps thread
 // 1; the others are "free", and a recording advances only the stepping
-// thread); without a step action it is a continue.
+// thread); without a step action it is a continue. A range step
+// (`vCont;r<start>,<end>:p1.1;c:p1.-1`, gdb's `next`/`step` when `vCont?`
+// lists `r`) is a step action that goes on while the pc stays in the range
+// (capabilities.h, RangeStepping).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "backstep/gdbstub/capabilities.h"
@@ -29,10 +33,13 @@ struct VContAction {
   ResumeKind kind = ResumeKind::kContinue;
   std::optional<std::uint8_t> signal;  // C/S
   std::optional<ThreadSpec> thread;    // nullopt: every thread not named before
+  // r<start>,<end>: kStep while the pc stays in [first, second).
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> range;
 };
 
 // The actions after "vCont;": "s:p1.1;c:p1.-1". Only c, C<sig>, s, S<sig>
-// (we advertise `vCont;c;C;s;S`); nullopt for anything else.
+// and r<start>,<end> (we advertise `vCont;c;C;s;S;r`); nullopt for anything
+// else.
 std::optional<std::vector<VContAction>> ParseVCont(std::string_view args);
 
 // The arguments of c/s ("[<addr>]") and C/S ("<sig>[;<addr>]").

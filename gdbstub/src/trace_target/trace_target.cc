@@ -45,12 +45,17 @@ TraceTarget::TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOp
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     assert(slots_[i].regnum == static_cast<int>(i));
   }
-  for (core::RegisterId reg : {arch.fp(), arch.sp(), arch.pc()}) {
-    if (reg == core::kNoRegister) continue;
-    int regnum = arch.info(reg).gdb_regnum;
-    if (regnum >= 0 && regnum < static_cast<int>(slots_.size())) {
-      expedited_[expedited_count_++] = regnum;
-    }
+  // Expedited: every general register up to the pc and the flags (amd64:
+  // rax..r15, rip, eflags; i386: eax..edi, eip, eflags), so that neither gdb
+  // nor LLDB needs a `g` or `p` to compute the frame after a stop.
+  int last_expedited = -1;
+  for (core::RegisterId reg : {arch.fp(), arch.sp(), arch.pc(), arch.flags()}) {
+    if (reg != core::kNoRegister)
+      last_expedited = std::max(last_expedited, arch.info(reg).gdb_regnum);
+  }
+  for (int regnum = 0; regnum <= last_expedited && regnum < static_cast<int>(slots_.size());
+       ++regnum) {
+    expedited_.push_back(regnum);
   }
   if (arch.pc() != core::kNoRegister && arch.info(arch.pc()).gdb_regnum >= 0) {
     pc_regnum_ = arch.info(arch.pc()).gdb_regnum;
@@ -66,7 +71,7 @@ TraceTarget::TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOp
 
 RegisterLayout TraceTarget::register_layout() {
   return RegisterLayout{static_cast<int>(slots_.size()), pc_regnum_,
-                        std::span<const int>(expedited_.data(), expedited_count_)};
+                        std::span<const int>(expedited_)};
 }
 
 core::Expected<RegisterValue> TraceTarget::ReadRegister(core::ThreadId thread, int regnum) {

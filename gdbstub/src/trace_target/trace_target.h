@@ -44,6 +44,7 @@ namespace backstep::gdbstub {
 class TraceTarget final : public Target,
                           public TraceController,
                           public ReverseExecution,
+                          public RangeStepping,
                           public Breakpoints,
                           public Watchpoints,
                           public TraceFrames,
@@ -67,6 +68,7 @@ class TraceTarget final : public Target,
   std::span<const std::uint8_t> auxv() override { return options_.auxv; }
   std::string_view exec_file() override { return options_.exe_path; }
   ReverseExecution* reverse_execution() override { return this; }
+  RangeStepping* range_stepping() override { return this; }
   Breakpoints* breakpoints() override { return this; }
   Watchpoints* watchpoints() override { return this; }
   TraceFrames* trace_frames() override { return this; }
@@ -82,6 +84,10 @@ class TraceTarget final : public Target,
   core::Direction direction() const override { return direction_; }
 
   // ---- ReverseExecution
+  // RangeStepping (trace_target_resume.cc).
+  core::Expected<StopReason> RangeStep(core::Address start, core::Address end,
+                                       std::optional<core::ThreadId> thread,
+                                       const std::atomic<bool>* interrupt) override;
   core::Expected<StopReason> ResumeBackward(ResumeKind kind, std::optional<core::ThreadId> thread,
                                             const std::atomic<bool>* interrupt) override;
 
@@ -221,8 +227,7 @@ class TraceTarget final : public Target,
 
   // Registers: slot_of_[regnum] indexes slots_.
   std::vector<core::GdbSlot> slots_;
-  std::array<int, 3> expedited_{};
-  int expedited_count_ = 0;
+  std::vector<int> expedited_;  // regnums sent in every stop reply
   std::optional<int> pc_regnum_;
   std::vector<std::pair<std::string, std::string>> documents_;
   std::string triple_;

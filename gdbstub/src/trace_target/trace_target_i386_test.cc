@@ -58,7 +58,7 @@ TEST_F(TraceTargetI386, LayoutDocumentsAndHostInfoComeFromTheI386Table) {
   EXPECT_EQ(layout.count, 50);  // core, sse, linux, avx
   EXPECT_EQ(layout.pc, 8);
   EXPECT_EQ(std::vector<int>(layout.expedited.begin(), layout.expedited.end()),
-            (std::vector<int>{5, 4, 8}));  // ebp, esp, eip
+            (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));  // eax..edi, eip, eflags
   auto target_xml = target_->TargetDescription("target.xml");
   ASSERT_TRUE(target_xml.has_value());
   EXPECT_NE(target_xml->find("<architecture>i386</architecture>"), std::string::npos);

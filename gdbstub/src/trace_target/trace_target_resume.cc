@@ -32,6 +32,29 @@ core::Expected<StopReason> TraceTarget::ResumeBackward(ResumeKind kind,
   return Move(core::Direction::kBackward, kind, thread, interrupt);
 }
 
+core::Expected<StopReason> TraceTarget::RangeStep(core::Address start, core::Address end,
+                                                  std::optional<core::ThreadId> thread,
+                                                  const std::atomic<bool>* interrupt) {
+  if (auto armed = RunArmedMove(interrupt)) return std::move(*armed);
+  // `monitor direction reverse` makes every step a reverse step; gdb never
+  // range-steps backwards, so that is one step.
+  if (direction_ == core::Direction::kBackward) return Step(direction_, thread);
+  const core::ThreadId stepping = thread ? *thread : current_thread();
+  while (true) {
+    BACKSTEP_ASSIGN_OR_RETURN(StopReason stop, Step(core::Direction::kForward, stepping));
+    if (!std::holds_alternative<DoneStep>(stop)) return stop;  // watch, end of history
+    const std::optional<core::Address> pc = cursor_->Pc(stepping);
+    if (!pc || *pc < start || *pc >= end) return stop;
+    if (auto hit = stop_points_.BreakpointAt(*pc)) {
+      const auto scope = stop_points_.thread_scope();
+      if (!scope || *scope == stepping) return *hit;
+    }
+    if (interrupt != nullptr && interrupt->load(std::memory_order_relaxed)) {
+      return StopReason(Interrupted{});
+    }
+  }
+}
+
 void TraceTarget::ArmGoto(core::Position p) {
   armed_ = ArmedGoto{std::clamp(p, first_position_, last_position_)};
 }

@@ -17,4 +17,11 @@ core::Expected<StopReason> WatchedTarget::ResumeBackward(ResumeKind kind,
   return watcher_.RunWatched([&] { return reverse->ResumeBackward(kind, thread, interrupt); });
 }
 
+core::Expected<StopReason> WatchedTarget::RangeStep(core::Address start, core::Address end,
+                                                    std::optional<core::ThreadId> thread,
+                                                    const std::atomic<bool>* interrupt) {
+  RangeStepping* range = inner_.range_stepping();
+  return watcher_.RunWatched([&] { return range->RangeStep(start, end, thread, interrupt); });
+}
+
 }  // namespace backstep::gdbstub

@@ -29,7 +29,7 @@ class ResumeWatcher {
       const std::function<core::Expected<StopReason>()>& resume) = 0;
 };
 
-class WatchedTarget final : public Target, public ReverseExecution {
+class WatchedTarget final : public Target, public ReverseExecution, public RangeStepping {
  public:
   // `inner` and `watcher` must outlive the decorator.
   WatchedTarget(Target& inner, ResumeWatcher& watcher) : inner_(inner), watcher_(watcher) {}
@@ -60,6 +60,11 @@ class WatchedTarget final : public Target, public ReverseExecution {
   ReverseExecution* reverse_execution() override {
     return inner_.reverse_execution() ? this : nullptr;
   }
+  // A range step may run long (a loop within one line): watched too.
+  core::Expected<StopReason> RangeStep(core::Address start, core::Address end,
+                                       std::optional<core::ThreadId> thread,
+                                       const std::atomic<bool>* interrupt) override;
+  RangeStepping* range_stepping() override { return inner_.range_stepping() ? this : nullptr; }
   Breakpoints* breakpoints() override { return inner_.breakpoints(); }
   Watchpoints* watchpoints() override { return inner_.watchpoints(); }
   TraceFrames* trace_frames() override { return inner_.trace_frames(); }

@@ -44,6 +44,22 @@ class ReverseExecution {
                                                     const std::atomic<bool>* interrupt) = 0;
 };
 
+// vCont;r (range stepping; `vCont?` lists `r`): gdb's `next`/`step` over a
+// line in one round trip instead of one `vCont;s` (and its memory reads)
+// per instruction. gdb 13 range-steps only forwards.
+class RangeStepping {
+ public:
+  virtual ~RangeStepping() = default;
+  // Steps `thread` (any thread when nullopt) forward once, then keeps
+  // stepping it while its pc is in [start, end). Stops earlier, as a step
+  // or a continue would, at a breakpoint at the new pc, a watched access,
+  // the end of the history, or once `*interrupt` is set. start == end: one
+  // step.
+  virtual core::Expected<StopReason> RangeStep(core::Address start, core::Address end,
+                                               std::optional<core::ThreadId> thread,
+                                               const std::atomic<bool>* interrupt) = 0;
+};
+
 enum class BreakpointType : unsigned char { kSoftware, kHardware };
 
 // Z0/z0 and Z1/z1 (qSupported: swbreak+, hwbreak+). Never patches memory.

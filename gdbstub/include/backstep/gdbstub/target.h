@@ -145,6 +145,7 @@ class Target {
 
   // ---- Optional capabilities (capabilities.h); nullptr when absent.
   virtual ReverseExecution* reverse_execution() { return nullptr; }
+  virtual RangeStepping* range_stepping() { return nullptr; }
   virtual Breakpoints* breakpoints() { return nullptr; }
   virtual Watchpoints* watchpoints() { return nullptr; }
   virtual TraceFrames* trace_frames() { return nullptr; }
