@@ -1,4 +1,5 @@
-// backstep record [-o FILE] [--max-insns N] -- PROG [ARGS]
+// backstep record [-o FILE] [--max-insns N] [--engine ptrace|emu] [--cpuid native|portable]
+//                 -- PROG [ARGS]
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "cli/cli.h"
+#include "recorder/emu/emu_recorder.h"
 #include "recorder/recorder.h"
 #include "recorder/usercorn_sink.h"
 
@@ -29,6 +31,8 @@ int RunRecord(Args& args) {
   std::vector<std::string> command = args.TakeAfterSeparator();
   std::optional<std::string> max = args.TakeOption("max-insns");
   std::optional<std::string> output = args.TakeOption("output");
+  const std::string engine = args.TakeOption("engine").value_or("ptrace");
+  std::optional<std::string> cpuid = args.TakeOption("cpuid");
   // `-o FILE` (one dash) is not an Args option: take it from the positionals.
   std::vector<std::string> rest = args.Positionals();
   if (!output && rest.size() == 2 && rest[0] == "-o") {
@@ -41,8 +45,14 @@ int RunRecord(Args& args) {
   if (!rest.empty())
     return Usage("record: unexpected '" + rest[0] + "' (put the program after --)");
   if (command.empty()) return Usage("record: no program (usage: record [-o FILE] -- PROG [ARGS])");
+  if (engine != "ptrace" && engine != "emu") return Usage("record: --engine is ptrace or emu");
+  if (cpuid && *cpuid != "native" && *cpuid != "portable")
+    return Usage("record: --cpuid is native or portable");
+  if (engine == "emu" && cpuid == "native")
+    return Usage("record: --engine emu shows the program the portable CPUID only");
   record::RecordOptions options;
   options.spawn.argv = command;
+  options.portable_cpuid = engine == "emu" || cpuid == "portable";
   if (max) {
     options.max_instructions = ParseNumber(*max);
     if (!options.max_instructions) return Usage("record: --max-insns wants a number");
@@ -63,7 +73,9 @@ int RunRecord(Args& args) {
   };
   core::Expected<std::unique_ptr<record::UsercornSink>> sink = record::UsercornSink::Create(path);
   if (!sink.ok()) return Fail(sink.status());
-  core::Expected<record::RecordResult> result = record::Record(options, **sink);
+  core::Expected<record::RecordResult> result = engine == "emu"
+                                                    ? record::RecordEmulated(options, **sink)
+                                                    : record::Record(options, **sink);
   if (tty) std::fputs("\r\033[K", stderr);
   if (!result.ok()) {
     Fail(result.status());

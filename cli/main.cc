@@ -34,7 +34,9 @@ Commands:
                                   (default: at the end, depth 8)
   record [-o FILE] [--max-insns N] -- PROG [ARGS]
                                   run PROG under ptrace and record every instruction
-                                  into a usercorn trace (default FILE: PROG.ucir)
+                                  into a usercorn trace (default FILE: PROG.ucir);
+                                  --engine emu: emulated, ~30x faster (Unicorn);
+                                  --cpuid portable: the CPUID both engines show
   help                            this text
 
 Common options:

@@ -48,6 +48,9 @@ struct RecordOptions {
   // false stops the recording (Ctrl-C).
   std::function<bool(std::uint64_t instructions)> progress;
   std::uint64_t check_interval = 1u << 20;  // full diffs; 0: only at the end
+  // --cpuid portable: the program sees PortableCpuid() (cpuid.h) through
+  // CPUID faulting instead of the host's CPUID.
+  bool portable_cpuid = false;
 };
 
 struct RecordResult {

@@ -1,0 +1,232 @@
+// Engine cross-check: records every test program (tests/programs/*.c,
+// -O0/-O2 x static/PIE) with the ptrace engine (the ground truth) and the
+// emulation engine, both with --cpuid portable, and replays both UCIR
+// traces side by side through the usercorn reader: at every position the
+// same event kind, every GPR, rip, eflags, the selectors and fs/gs base
+// equal, and the bytes each instruction wrote (in either trace) equal in
+// both; x87 control/status/tag, mxcsr and xmm0-15 every 16 positions and
+// at every system call; all memory either trace knows every 50000
+// positions and at the end; the same number of instructions.
+//
+// Nondeterministic inputs: AT_RANDOM's bytes (stack canary, pointer guard)
+// are the only one that reaches the test programs' state; the emulated run
+// gets the ptrace run's (EmuOptions::at_random). The ptrace engine's rdtsc is the
+// host's, the emulator's a counter: the programs do not execute it.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "backstep/core/byte_source.h"
+#include "backstep/core/format_registry.h"
+#include "recorder/emu/emu_recorder.h"
+#include "recorder/recorder.h"
+#include "recorder/usercorn_sink.h"
+
+namespace backstep::record {
+namespace {
+
+constexpr std::uint64_t kPageSize = 4096;
+
+// A trace's state: registers plus a sparse memory of known bytes.
+struct Replay {
+  explicit Replay(const core::TraceReader& reader) : regs(core::X86_64()) {
+    regs = reader.InitialRegisters().at(0).second;
+    for (const core::MemoryRegion& r : reader.header().regions) {
+      for (core::Address a = r.start; a < r.start + r.size; a += kPageSize) {
+        Page& p = pages[a / kPageSize];
+        reader.ReadInitialMemory(a, p.data, p.known);
+      }
+    }
+  }
+  struct Page {
+    std::uint8_t data[kPageSize] = {};
+    std::uint8_t known[kPageSize] = {};
+  };
+  void Apply(const core::Event& e) {
+    for (const core::RegisterWrite& w : e.registers) regs.Apply(w);
+    for (const core::MemoryAccess& w : e.writes) {
+      for (std::size_t i = 0; i < w.data.size(); ++i) Set(w.address + i, w.data[i]);
+    }
+  }
+  void Set(core::Address a, std::uint8_t b) {
+    Page& p = pages[a / kPageSize];
+    p.data[a % kPageSize] = b;
+    p.known[a % kPageSize] = 1;
+  }
+  // Byte at `a`; unknown bytes read as 0 (a fresh mapping's untouched bytes).
+  int Byte(core::Address a) const {
+    auto it = pages.find(a / kPageSize);
+    if (it == pages.end() || !it->second.known[a % kPageSize]) return 0;
+    return it->second.data[a % kPageSize];
+  }
+  core::RegisterFile regs;
+  std::map<core::Address, Page> pages;
+};
+
+std::string Program(const std::string& name) {
+  return std::string(BACKSTEP_RECORD_PROGRAMS) + "/" + name;
+}
+
+struct Recording {
+  std::string path;
+  RecordResult result;
+};
+
+// AT_RANDOM's 16 bytes in a trace's initial stack (argc, argv, envp, auxv).
+std::vector<std::uint8_t> AtRandom(const std::string& trace) {
+  auto source = core::MapFile(trace);
+  if (!source.ok()) return {};
+  auto reader = core::OpenTraceSource(*source);
+  if (!reader.ok()) return {};
+  const Replay r(**reader);
+  auto word = [&](core::Address a) {
+    std::uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= std::uint64_t(r.Byte(a + i)) << (8 * i);
+    return v;
+  };
+  core::Address at = r.regs.u64(*core::X86_64().Find("rsp"));
+  at += 8 * (word(at) + 2);
+  while (word(at) != 0) at += 8;
+  for (at += 8; word(at) != 0; at += 16) {
+    if (word(at) != 25) continue;  // AT_RANDOM
+    std::vector<std::uint8_t> bytes(16);
+    for (int i = 0; i < 16; ++i) bytes[i] = static_cast<std::uint8_t>(r.Byte(word(at + 8) + i));
+    return bytes;
+  }
+  return {};
+}
+
+void RecordWith(bool emu, const std::string& program, Recording* out,
+                std::vector<std::uint8_t> at_random = {}) {
+  out->path = ::testing::TempDir() + "/" + program + (emu ? ".emu" : ".ptrace") + ".ucir";
+  auto sink = UsercornSink::Create(out->path);
+  ASSERT_TRUE(sink.ok()) << sink.status().message();
+  RecordOptions options;
+  options.spawn.argv = {Program(program)};
+  options.spawn.stdout_fd = open("/dev/null", O_WRONLY);
+  options.portable_cpuid = true;
+  options.check_interval = 0;
+  EmuOptions emu_options;
+  emu_options.at_random = std::move(at_random);
+  core::Expected<RecordResult> r =
+      emu ? RecordEmulated(options, **sink, emu_options) : Record(options, **sink);
+  close(options.spawn.stdout_fd);
+  ASSERT_TRUE(r.ok()) << (emu ? "emu: " : "ptrace: ") << r.status().message();
+  EXPECT_EQ(r->end, RecordResult::End::kExited);
+  EXPECT_EQ(r->missed_bytes, 0u);
+  out->result = *r;
+}
+
+const char* const kGprs[] = {"rax", "rbx", "rcx", "rdx",    "rsi", "rdi", "rbp", "rsp",
+                             "r8",  "r9",  "r10", "r11",    "r12", "r13", "r14", "r15",
+                             "rip", "eflags", "cs", "ss",   "fs_base", "gs_base"};
+
+void CompareRegisters(const Replay& p, const Replay& e, std::uint64_t k, bool fp) {
+  const core::ArchDescription& arch = core::X86_64();
+  auto compare = [&](const std::string& name) {
+    const core::RegisterId id = *arch.Find(name);
+    ASSERT_EQ(p.regs.known(id), e.regs.known(id)) << name << " known at position " << k;
+    if (!p.regs.known(id)) return;
+    const auto a = p.regs.bytes(id), b = e.regs.bytes(id);
+    ASSERT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end()))
+        << name << " at position " << k << ": ptrace 0x" << std::hex << p.regs.u64(id)
+        << ", emu 0x" << e.regs.u64(id) << " (rip 0x" << p.regs.u64(*arch.Find("rip")) << ")";
+  };
+  for (const char* name : kGprs) compare(name);
+  if (!fp) return;
+  for (const char* name : {"fctrl", "fstat", "ftag", "mxcsr"}) compare(name);
+  for (int i = 0; i < 8; ++i) compare("fpr" + std::to_string(i));
+  for (int i = 0; i < 16; ++i) compare("xmm" + std::to_string(i));
+}
+
+void CompareBytes(const Replay& p, const Replay& e, core::Address a, std::size_t n,
+                  std::uint64_t k) {
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(p.Byte(a + i), e.Byte(a + i))
+        << "memory at 0x" << std::hex << a + i << std::dec << " at position " << k;
+  }
+}
+
+void CompareAllMemory(const Replay& p, const Replay& e, std::uint64_t k) {
+  for (const Replay* r : {&p, &e}) {
+    for (const auto& [page, contents] : r->pages) {
+      CompareBytes(p, e, page * kPageSize, kPageSize, k);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+class EngineCrossCheck : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EngineCrossCheck, EmuTraceEqualsPtraceTrace) {
+  Recording ptrace_rec, emu_rec;
+  RecordWith(false, GetParam(), &ptrace_rec);
+  if (HasFatalFailure()) return;
+  // The one input that differs between two runs and reaches the programs'
+  // state (stack canary, pointer guard): the emulated run gets the ptrace run's.
+  const std::vector<std::uint8_t> at_random = AtRandom(ptrace_rec.path);
+  ASSERT_EQ(at_random.size(), 16u);
+  RecordWith(true, GetParam(), &emu_rec, at_random);
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(emu_rec.result.instructions, ptrace_rec.result.instructions);
+  EXPECT_EQ(emu_rec.result.syscalls, ptrace_rec.result.syscalls);
+
+  auto psrc = core::MapFile(ptrace_rec.path);
+  auto esrc = core::MapFile(emu_rec.path);
+  ASSERT_TRUE(psrc.ok() && esrc.ok());
+  auto preader = core::OpenTraceSource(*psrc);
+  auto ereader = core::OpenTraceSource(*esrc);
+  ASSERT_TRUE(preader.ok()) << preader.status().message();
+  ASSERT_TRUE(ereader.ok()) << ereader.status().message();
+  Replay p(**preader), e(**ereader);
+  CompareRegisters(p, e, 0, true);
+  if (HasFatalFailure()) return;
+  CompareAllMemory(p, e, 0);
+  if (HasFatalFailure()) return;
+
+  core::Event pe, ee;
+  std::uint64_t k = 0;
+  while (true) {
+    core::Expected<bool> pm = (*preader)->Next(&pe);
+    core::Expected<bool> em = (*ereader)->Next(&ee);
+    ASSERT_TRUE(pm.ok() && em.ok());
+    ASSERT_EQ(*pm, *em) << "one trace ends at position " << k;
+    if (!*pm) break;
+    ASSERT_EQ(static_cast<int>(pe.kind), static_cast<int>(ee.kind)) << "event kind at " << k;
+    p.Apply(pe);
+    e.Apply(ee);
+    ++k;
+    const bool syscall = pe.kind == core::EventKind::kSyscall;
+    CompareRegisters(p, e, k, syscall || k % 16 == 0);
+    if (HasFatalFailure()) return;
+    for (const core::Event* ev : {&pe, &ee}) {
+      for (const core::MemoryAccess& w : ev->writes) CompareBytes(p, e, w.address, w.data.size(), k);
+      if (HasFatalFailure()) return;
+    }
+    if (k % 50000 == 0) CompareAllMemory(p, e, k);
+    if (HasFatalFailure()) return;
+  }
+  CompareAllMemory(p, e, k);
+  std::remove(ptrace_rec.path.c_str());
+  std::remove(emu_rec.path.c_str());
+}
+
+std::vector<std::string> Programs() {
+  std::vector<std::string> out;
+  for (const char* p : {"loop", "strings", "syscalls", "scenario", "dataflow", "tracepoints"}) {
+    for (const char* o : {"O0", "O2"}) {
+      for (const char* l : {"static", "pie"}) out.push_back(std::string(p) + "_" + o + "_" + l);
+    }
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Programs, EngineCrossCheck, ::testing::ValuesIn(Programs()),
+                         [](const auto& p) { return p.param; });
+
+}  // namespace
+}  // namespace backstep::record
