@@ -9,12 +9,17 @@
 // positions and at the end; the same number of instructions.
 //
 // Nondeterministic inputs: AT_RANDOM's bytes (stack canary, pointer guard)
-// are the only one that reaches the test programs' state; the emulated run
-// gets the ptrace run's (EmuOptions::at_random). The ptrace engine's rdtsc is the
+// and getrandom's (malloc's tcache key): the emulated run gets the ptrace
+// run's (EmuOptions); process
+// and thread ids: both programs run as pid 1 of a new PID namespace. The ptrace engine's rdtsc is the
 // host's, the emulator's a counter: the programs do not execute it.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <cstring>
 #include <map>
@@ -76,6 +81,24 @@ struct Recording {
   RecordResult result;
 };
 
+// The bytes each getrandom call of a trace returned.
+std::vector<std::vector<std::uint8_t>> GetrandomResults(const std::string& trace) {
+  std::vector<std::vector<std::uint8_t>> out;
+  auto source = core::MapFile(trace);
+  if (!source.ok()) return out;
+  auto reader = core::OpenTraceSource(*source);
+  if (!reader.ok()) return out;
+  core::Event e;
+  while (true) {
+    core::Expected<bool> more = (*reader)->Next(&e);
+    if (!more.ok() || !*more) break;
+    if (e.description.rfind("syscall 318(", 0) != 0) continue;
+    std::vector<std::uint8_t>& bytes = out.emplace_back();
+    for (const core::MemoryAccess& w : e.writes) bytes.insert(bytes.end(), w.data.begin(), w.data.end());
+  }
+  return out;
+}
+
 // AT_RANDOM's 16 bytes in a trace's initial stack (argc, argv, envp, auxv).
 std::vector<std::uint8_t> AtRandom(const std::string& trace) {
   auto source = core::MapFile(trace);
@@ -100,25 +123,54 @@ std::vector<std::uint8_t> AtRandom(const std::string& trace) {
   return {};
 }
 
+// Records in a child process whose children live in a new PID namespace,
+// so that the program is pid 1 in both runs (getpid, set_tid_address and
+// the tid glibc stores in the TCB are the same): the trace file, then a
+// RecordResult or an error message through a pipe.
 void RecordWith(bool emu, const std::string& program, Recording* out,
-                std::vector<std::uint8_t> at_random = {}) {
+                EmuOptions emu_options = {}) {
   out->path = ::testing::TempDir() + "/" + program + (emu ? ".emu" : ".ptrace") + ".ucir";
-  auto sink = UsercornSink::Create(out->path);
-  ASSERT_TRUE(sink.ok()) << sink.status().message();
-  RecordOptions options;
-  options.spawn.argv = {Program(program)};
-  options.spawn.stdout_fd = open("/dev/null", O_WRONLY);
-  options.portable_cpuid = true;
-  options.check_interval = 0;
-  EmuOptions emu_options;
-  emu_options.at_random = std::move(at_random);
-  core::Expected<RecordResult> r =
-      emu ? RecordEmulated(options, **sink, emu_options) : Record(options, **sink);
-  close(options.spawn.stdout_fd);
-  ASSERT_TRUE(r.ok()) << (emu ? "emu: " : "ptrace: ") << r.status().message();
-  EXPECT_EQ(r->end, RecordResult::End::kExited);
-  EXPECT_EQ(r->missed_bytes, 0u);
-  out->result = *r;
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t worker = fork();
+  ASSERT_GE(worker, 0);
+  if (worker == 0) {
+    close(fds[0]);
+    auto report = [&](const std::string& error, const RecordResult& r) {
+      const std::uint32_t n = static_cast<std::uint32_t>(error.size());
+      [[maybe_unused]] ssize_t w = write(fds[1], &r, sizeof r);
+      w = write(fds[1], &n, sizeof n);
+      w = write(fds[1], error.data(), n);
+      _exit(0);
+    };
+    if (unshare(CLONE_NEWPID) != 0) report(std::string("unshare(CLONE_NEWPID): ") + strerror(errno), {});
+    auto sink = UsercornSink::Create(out->path);
+    if (!sink.ok()) report(sink.status().message(), {});
+    RecordOptions options;
+    options.spawn.argv = {Program(program)};
+    options.spawn.stdout_fd = open("/dev/null", O_WRONLY);
+    options.portable_cpuid = true;
+    options.check_interval = 0;
+    core::Expected<RecordResult> r =
+        emu ? RecordEmulated(options, **sink, emu_options) : Record(options, **sink);
+    if (!r.ok()) report(std::string(emu ? "emu: " : "ptrace: ") + r.status().message(), {});
+    report("", *r);
+  }
+  close(fds[1]);
+  RecordResult result;
+  std::uint32_t n = 0;
+  const bool got = read(fds[0], &result, sizeof result) == sizeof result &&
+                   read(fds[0], &n, sizeof n) == sizeof n;
+  std::string error(got ? n : 0, '\0');
+  if (got && n > 0) ASSERT_EQ(read(fds[0], error.data(), n), static_cast<ssize_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(worker, &status, 0);
+  ASSERT_TRUE(got) << "the recording process died (status " << status << ")";
+  ASSERT_TRUE(error.empty()) << error;
+  EXPECT_EQ(result.end, RecordResult::End::kExited);
+  EXPECT_EQ(result.missed_bytes, 0u);
+  out->result = result;
 }
 
 const char* const kGprs[] = {"rax", "rbx", "rcx", "rdx",    "rsi", "rdi", "rbp", "rsp",
@@ -168,9 +220,12 @@ TEST_P(EngineCrossCheck, EmuTraceEqualsPtraceTrace) {
   if (HasFatalFailure()) return;
   // The one input that differs between two runs and reaches the programs'
   // state (stack canary, pointer guard): the emulated run gets the ptrace run's.
-  const std::vector<std::uint8_t> at_random = AtRandom(ptrace_rec.path);
-  ASSERT_EQ(at_random.size(), 16u);
-  RecordWith(true, GetParam(), &emu_rec, at_random);
+  // The same for getrandom's bytes (malloc's tcache key).
+  EmuOptions inputs;
+  inputs.at_random = AtRandom(ptrace_rec.path);
+  ASSERT_EQ(inputs.at_random.size(), 16u);
+  inputs.getrandom = GetrandomResults(ptrace_rec.path);
+  RecordWith(true, GetParam(), &emu_rec, inputs);
   if (HasFatalFailure()) return;
   EXPECT_EQ(emu_rec.result.instructions, ptrace_rec.result.instructions);
   EXPECT_EQ(emu_rec.result.syscalls, ptrace_rec.result.syscalls);

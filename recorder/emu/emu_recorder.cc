@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/ptrace.h>
+#include <capstone/capstone.h>
 #include <unicorn/unicorn.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -33,6 +35,48 @@ constexpr int kHotRegs[] = {
     UC_X86_REG_R15, UC_X86_REG_RFLAGS};
 constexpr std::size_t kHot = sizeof kHotRegs / sizeof kHotRegs[0];
 constexpr std::size_t kFsBaseSlot = 23, kGsBaseSlot = 24;
+constexpr std::uint64_t kSysGetrandom = 318;
+
+constexpr std::uint64_t kArithFlags = 0x8d5;  // CF PF AF ZF SF OF
+
+// Instructions that leave some arithmetic flags "undefined": the real CPU
+// and QEMU's TCG set them differently, so the emulator asks the CPU (the
+// tracee executes the instruction; see Retire()). AND/OR/XOR/TEST leave AF
+// undefined too, but both clear it.
+bool UndefinedFlags(unsigned id) {
+  switch (id) {
+    case X86_INS_MUL:
+    case X86_INS_IMUL:
+    case X86_INS_DIV:
+    case X86_INS_IDIV:
+    case X86_INS_BSF:
+    case X86_INS_BSR:
+    case X86_INS_BT:
+    case X86_INS_BTS:
+    case X86_INS_BTR:
+    case X86_INS_BTC:
+    case X86_INS_SHL:
+    case X86_INS_SAL:
+    case X86_INS_SHR:
+    case X86_INS_SAR:
+    case X86_INS_ROL:
+    case X86_INS_ROR:
+    case X86_INS_RCL:
+    case X86_INS_RCR:
+    case X86_INS_SHLD:
+    case X86_INS_SHRD:
+    case X86_INS_TZCNT:
+    case X86_INS_LZCNT:
+    case X86_INS_ANDN:
+    case X86_INS_BEXTR:
+    case X86_INS_BLSI:
+    case X86_INS_BLSR:
+    case X86_INS_BLSMSK:
+      return true;
+    default:
+      return false;
+  }
+}
 
 std::string Hex(std::uint64_t v) {
   char buf[24];
@@ -54,6 +98,7 @@ class EmuSession {
       : options_(options), emu_(emu), sink_(sink), tracee_(std::move(tracee)) {}
   ~EmuSession() {
     if (uc_) uc_close(uc_);
+    if (capstone_) cs_close(&capstone_);
   }
   EmuSession(const EmuSession&) = delete;
   EmuSession& operator=(const EmuSession&) = delete;
@@ -78,6 +123,7 @@ class EmuSession {
   core::Status ProxySyscall();
   // Emits the pending instruction (registers read after it).
   void Retire();
+  core::Status NativeStep(core::Address pc, std::uint8_t size);
   void Halt(core::Status why);
   void ReadHot(std::uint64_t* values);
   // Fills slots_[gpr_count, count) from Unicorn's x87/SSE state.
@@ -113,6 +159,15 @@ class EmuSession {
   core::Address pending_pc_ = 0;
   std::uint8_t pending_size_ = 0;
   bool pending_fp_ = false;
+  bool pending_rep_ = false;  // a rep string instruction (QEMU: a hook per iteration)
+  std::size_t next_random_ = 0;  // into emu_.getrandom
+
+  struct PcInfo {
+    bool fp = false, rdtsc = false, rdtscp = false, rep = false;
+    bool native = false;  // run by the CPU: undefined flags, rep string instructions
+  };
+  std::unordered_map<core::Address, PcInfo> info_;  // by pc; cleared with the decoder's cache
+  csh capstone_ = 0;
 
   // Writes of the pending instruction: contents in data_, (address, size) in spans_.
   std::vector<std::uint8_t> data_;
@@ -175,6 +230,10 @@ core::Status EmuSession::Start() {
     }
   }
 
+  if (cs_open(CS_ARCH_X86, CS_MODE_64, &capstone_) != CS_ERR_OK) {
+    capstone_ = 0;
+    return core::Status::IOError("emulator: capstone cannot decode x86-64");
+  }
   if (uc_err e = uc_open(UC_ARCH_X86, UC_MODE_64, &uc_); e != UC_ERR_OK) {
     uc_ = nullptr;
     return core::Status::IOError(std::string("emulator: uc_open: ") + uc_strerror(e));
@@ -438,6 +497,9 @@ void EmuSession::Retire() {
 }
 
 void EmuSession::OnCode(core::Address pc, std::uint32_t size) {
+  if (pending_ && pending_rep_ && pc == pending_pc_) {
+    return;  // the next iteration of a rep string instruction (not run natively)
+  }
   Retire();
   if (done_) {
     uc_emu_stop(uc_);
@@ -454,17 +516,37 @@ void EmuSession::OnCode(core::Address pc, std::uint32_t size) {
     Halt(core::Status::Ok());
     return;
   }
-  const Decoded* d = decoder_.Find(pc);
-  if (!d) {
+  auto it = info_.find(pc);
+  if (it == info_.end()) {
     std::uint8_t bytes[16] = {};
     const std::size_t n = std::min<std::size_t>(size, 15);
     uc_mem_read(uc_, pc, bytes, n);
-    d = &decoder_.Decode(pc, std::span<const std::uint8_t>(bytes, n));
+    const Decoded& d = decoder_.Decode(pc, std::span<const std::uint8_t>(bytes, n));
+    PcInfo info;
+    info.fp = d.fp;
+    info.rdtsc = d.rdtsc;
+    info.rdtscp = d.rdtscp;
+    cs_insn* insn = nullptr;
+    const std::uint8_t* code = bytes;
+    if (cs_disasm(capstone_, code, n, pc, 1, &insn) == 1) {
+      info.rep = std::strncmp(insn->mnemonic, "rep", 3) == 0;
+      info.native = info.rep || UndefinedFlags(insn->id);
+      cs_free(insn, 1);
+    }
+    it = info_.emplace(pc, info).first;
   }
+  const PcInfo* d = &it->second;
   pending_ = true;
   pending_pc_ = pc;
   pending_size_ = static_cast<std::uint8_t>(size);
   pending_fp_ = d->fp;
+  pending_rep_ = d->rep;
+  if (d->native) {
+    // Executed by the CPU rather than the emulator (see NativeStep()).
+    pending_ = false;
+    if (core::Status s = NativeStep(pc, static_cast<std::uint8_t>(size)); !s.ok()) Halt(std::move(s));
+    return;
+  }
   if (d->rdtsc || d->rdtscp) {
     // Deterministic: a counter, not the host's TSC.
     const std::uint64_t tsc = (result_.instructions + 1) * 16;
@@ -474,6 +556,72 @@ void EmuSession::OnCode(core::Address pc, std::uint32_t size) {
     if (d->rdtscp) uc_reg_write(uc_, UC_X86_REG_RCX, &aux);
     uc_reg_write(uc_, UC_X86_REG_RIP, &next);  // skips the instruction
   }
+}
+
+// Runs the instruction at pc on the real CPU, in the tracee, instead of in
+// the emulator, and takes its results: for instructions that leave flags
+// "undefined" (QEMU and the CPU set them differently) and rep string
+// instructions (the CPU single-steps them in chunks of iterations, QEMU one
+// iteration at a time), so that the trace matches the ptrace engine's.
+// Cost: a page sync and one ptrace step (~20 us).
+core::Status EmuSession::NativeStep(core::Address pc, std::uint8_t size) {
+  if (core::Status s = SyncDirty(); !s.ok()) return s;
+  user_regs_struct before = tracee_regs_;
+  before.rax = gpr_[0], before.rbx = gpr_[1], before.rcx = gpr_[2], before.rdx = gpr_[3];
+  before.rsi = gpr_[4], before.rdi = gpr_[5], before.rbp = gpr_[6], before.rsp = gpr_[7];
+  before.r8 = gpr_[8], before.r9 = gpr_[9], before.r10 = gpr_[10], before.r11 = gpr_[11];
+  before.r12 = gpr_[12], before.r13 = gpr_[13], before.r14 = gpr_[14], before.r15 = gpr_[15];
+  before.eflags = gpr_[16], before.fs_base = gpr_[kFsBaseSlot];
+  before.gs_base = gpr_[kGsBaseSlot];
+  before.rip = pc;
+  if (core::Status s = tracee_.SetRegs(before); !s.ok()) return s;
+  core::Expected<Stop> stop = tracee_.Step();
+  if (!stop.ok()) return stop.status();
+  user_regs_struct after{};
+  if (stop->kind != Stop::kStepped || !tracee_.GetRegs(&after).ok() ||
+      (after.rip != pc && after.rip != pc + size)) {
+    return core::Status::Unsupported("the instruction at " + Hex(pc) +
+                                     " faulted on the CPU (a signal): not supported by the emu "
+                                     "engine");
+  }
+  // Memory it wrote: the ptrace engine's rules (insn_decoder.h).
+  const Decoded* d = decoder_.Find(pc);
+  ranges_.clear();
+  if (d) InsnDecoder::Writes(*d, before, after, &ranges_);
+  data_.clear();
+  spans_.clear();
+  for (const Range& r : ranges_) {
+    std::vector<std::uint8_t> bytes(r.size);
+    const std::size_t n = tracee_.ReadMemory(r.start, bytes);
+    if (n == 0) continue;
+    space_.Note(r.start, std::span(bytes).first(n));
+    uc_mem_write(uc_, r.start, bytes.data(), n);
+    AddWrite(r.start, bytes.data(), n);
+  }
+  after.eflags &= ~(kTf | kRf);
+  WriteGprs(after);
+  changes_.clear();
+  const std::uint64_t v[kHot] = {after.rax, after.rbx, after.rcx, after.rdx, after.rsi, after.rdi,
+                                 after.rbp, after.rsp, after.r8,  after.r9,  after.r10, after.r11,
+                                 after.r12, after.r13, after.r14, after.r15, after.eflags};
+  for (std::size_t i = 0; i < kHot; ++i) {
+    if (v[i] == gpr_[i]) continue;
+    gpr_[i] = v[i];
+    core::RegisterWrite& w = changes_.emplace_back();
+    w.reg = slots_[i].reg;
+    std::memcpy(w.value, &v[i], 8);
+    std::memcpy(slots_[i].value, &v[i], 8);
+  }
+  BuildWrites();
+  sink_.OnInstruction({pc, size, changes_, writes_});
+  ++result_.instructions;
+  data_.clear();
+  spans_.clear();
+  // Continue after it (or at it, for the rest of a rep): writing rip makes
+  // Unicorn leave the translated block before executing the instruction.
+  std::uint64_t rip = after.rip;
+  uc_reg_write(uc_, UC_X86_REG_RIP, &rip);
+  return core::Status::Ok();
 }
 
 // ---------------------------------------------------------------- system calls
@@ -614,6 +762,7 @@ core::Status EmuSession::ProxySyscall() {
     if (core::Status s = space_.Update(tracee_, fresh, &maps); !s.ok()) return s;
     if (core::Status s = ApplyMapChanges(maps); !s.ok()) return s;
     decoder_.Invalidate();
+    info_.clear();
     // New mappings' contents for the trace: the non-zero runs, as the ptrace engine.
     for (const Range& c : maps.contents) {
       std::vector<std::uint8_t> buf(c.size);
@@ -628,6 +777,11 @@ core::Status EmuSession::ProxySyscall() {
         i = j;
       }
     }
+  }
+  if (nr == kSysGetrandom && !failed && next_random_ < emu_.getrandom.size()) {
+    const std::vector<std::uint8_t>& given = emu_.getrandom[next_random_++];
+    const std::size_t n = std::min<std::size_t>(given.size(), after.rax);
+    if (core::Status s = tracee_.WriteMemory(args[0], std::span(given).first(n)); !s.ok()) return s;
   }
   ranges_.clear();
   if (KnownOutputs(nr, args, after.rax, &ranges_)) {

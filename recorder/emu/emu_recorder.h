@@ -46,6 +46,9 @@ struct EmuOptions {
   // same stack canary and pointer guard as another recording); empty: the
   // kernel's.
   std::vector<std::uint8_t> at_random;
+  // The bytes successive getrandom calls return (tests: the other
+  // recording's); beyond the list, the kernel's.
+  std::vector<std::vector<std::uint8_t>> getrandom;
 };
 
 // False when backstep was built without Unicorn (libunicorn-dev).
