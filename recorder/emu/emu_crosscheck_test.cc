@@ -9,8 +9,8 @@
 // positions and at the end; the same number of instructions.
 //
 // Nondeterministic inputs: AT_RANDOM's bytes (stack canary, pointer guard)
-// and getrandom's (malloc's tcache key): the emulated run gets the ptrace
-// run's (EmuOptions); process
+// getrandom's (malloc's tcache key) and rdtsc's (ld.so's start time): the
+// emulated run gets the ptrace run's (EmuOptions); process
 // and thread ids: both programs run as pid 1 of a new PID namespace. The ptrace engine's rdtsc is the
 // host's, the emulator's a counter: the programs do not execute it.
 #include <fcntl.h>
@@ -99,6 +99,29 @@ std::vector<std::vector<std::uint8_t>> GetrandomResults(const std::string& trace
   return out;
 }
 
+// What each rdtsc of a trace returned (edx:eax after it).
+std::vector<std::uint64_t> RdtscResults(const std::string& trace) {
+  std::vector<std::uint64_t> out;
+  auto source = core::MapFile(trace);
+  if (!source.ok()) return out;
+  auto reader = core::OpenTraceSource(*source);
+  if (!reader.ok()) return out;
+  Replay r(**reader);
+  const core::ArchDescription& arch = core::X86_64();
+  const core::RegisterId rip = *arch.Find("rip"), rax = *arch.Find("rax"), rdx = *arch.Find("rdx");
+  core::Event e;
+  while (true) {
+    core::Expected<bool> more = (*reader)->Next(&e);
+    if (!more.ok() || !*more) break;
+    const core::Address pc = r.regs.u64(rip);
+    const bool rdtsc = r.Byte(pc) == 0x0f && (r.Byte(pc + 1) == 0x31 ||
+                                              (r.Byte(pc + 1) == 0x01 && r.Byte(pc + 2) == 0xf9));
+    r.Apply(e);
+    if (rdtsc) out.push_back((r.regs.u64(rdx) << 32) | (r.regs.u64(rax) & 0xffffffff));
+  }
+  return out;
+}
+
 // AT_RANDOM's 16 bytes in a trace's initial stack (argc, argv, envp, auxv).
 std::vector<std::uint8_t> AtRandom(const std::string& trace) {
   auto source = core::MapFile(trace);
@@ -162,7 +185,9 @@ void RecordWith(bool emu, const std::string& program, Recording* out,
   const bool got = read(fds[0], &result, sizeof result) == sizeof result &&
                    read(fds[0], &n, sizeof n) == sizeof n;
   std::string error(got ? n : 0, '\0');
-  if (got && n > 0) ASSERT_EQ(read(fds[0], error.data(), n), static_cast<ssize_t>(n));
+  if (got && n > 0) {
+    ASSERT_EQ(read(fds[0], error.data(), n), static_cast<ssize_t>(n));
+  }
   close(fds[0]);
   int status = 0;
   waitpid(worker, &status, 0);
@@ -225,6 +250,7 @@ TEST_P(EngineCrossCheck, EmuTraceEqualsPtraceTrace) {
   inputs.at_random = AtRandom(ptrace_rec.path);
   ASSERT_EQ(inputs.at_random.size(), 16u);
   inputs.getrandom = GetrandomResults(ptrace_rec.path);
+  inputs.rdtsc = RdtscResults(ptrace_rec.path);
   RecordWith(true, GetParam(), &emu_rec, inputs);
   if (HasFatalFailure()) return;
   EXPECT_EQ(emu_rec.result.instructions, ptrace_rec.result.instructions);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -78,6 +79,22 @@ bool UndefinedFlags(unsigned id) {
   }
 }
 
+// SSE arithmetic that sets MXCSR's exception flags, which QEMU 5's TCG
+// does not: run natively too (see NativeStep()).
+bool SetsSimdFlags(const char* mnemonic) {
+  const std::string m = mnemonic;
+  if (m.rfind("cvt", 0) == 0) return true;
+  const std::size_t n = m.size();
+  if (n < 4) return false;
+  const std::string suffix = m.substr(n - 2);
+  if (suffix != "ss" && suffix != "sd" && suffix != "ps" && suffix != "pd") return false;
+  for (const char* p : {"add", "sub", "mul", "div", "sqrt", "min", "max", "comis", "ucomis", "cmp",
+                        "round", "dp", "hadd", "hsub"}) {
+    if (m.rfind(p, 0) == 0) return true;
+  }
+  return false;
+}
+
 std::string Hex(std::uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
@@ -123,7 +140,7 @@ class EmuSession {
   core::Status ProxySyscall();
   // Emits the pending instruction (registers read after it).
   void Retire();
-  core::Status NativeStep(core::Address pc, std::uint8_t size);
+  core::Status NativeStep(core::Address pc, std::uint8_t size, bool simd, bool memory);
   void Halt(core::Status why);
   void ReadHot(std::uint64_t* values);
   // Fills slots_[gpr_count, count) from Unicorn's x87/SSE state.
@@ -161,10 +178,14 @@ class EmuSession {
   bool pending_fp_ = false;
   bool pending_rep_ = false;  // a rep string instruction (QEMU: a hook per iteration)
   std::size_t next_random_ = 0;  // into emu_.getrandom
+  std::size_t next_tsc_ = 0;     // into emu_.rdtsc
+  std::uint64_t native_steps_ = 0;
 
   struct PcInfo {
     bool fp = false, rdtsc = false, rdtscp = false, rep = false;
     bool native = false;  // run by the CPU: undefined flags, rep string instructions
+    bool simd_flags = false;  // ... and SSE arithmetic (MXCSR flags)
+    bool memory = false;      // has a memory operand (the tracee needs the emulator's memory)
   };
   std::unordered_map<core::Address, PcInfo> info_;  // by pc; cleared with the decoder's cache
   csh capstone_ = 0;
@@ -234,6 +255,7 @@ core::Status EmuSession::Start() {
     capstone_ = 0;
     return core::Status::IOError("emulator: capstone cannot decode x86-64");
   }
+  cs_option(capstone_, CS_OPT_DETAIL, CS_OPT_ON);
   if (uc_err e = uc_open(UC_ARCH_X86, UC_MODE_64, &uc_); e != UC_ERR_OK) {
     uc_ = nullptr;
     return core::Status::IOError(std::string("emulator: uc_open: ") + uc_strerror(e));
@@ -530,7 +552,12 @@ void EmuSession::OnCode(core::Address pc, std::uint32_t size) {
     const std::uint8_t* code = bytes;
     if (cs_disasm(capstone_, code, n, pc, 1, &insn) == 1) {
       info.rep = std::strncmp(insn->mnemonic, "rep", 3) == 0;
-      info.native = info.rep || UndefinedFlags(insn->id);
+      info.simd_flags = d.fp && SetsSimdFlags(insn->mnemonic);
+      info.native = info.rep || UndefinedFlags(insn->id) || info.simd_flags;
+      for (std::uint8_t i = 0; i < insn->detail->x86.op_count; ++i) {
+        if (insn->detail->x86.operands[i].type == X86_OP_MEM) info.memory = true;
+      }
+      info.memory = info.memory || info.rep;
       cs_free(insn, 1);
     }
     it = info_.emplace(pc, info).first;
@@ -544,12 +571,16 @@ void EmuSession::OnCode(core::Address pc, std::uint32_t size) {
   if (d->native) {
     // Executed by the CPU rather than the emulator (see NativeStep()).
     pending_ = false;
-    if (core::Status s = NativeStep(pc, static_cast<std::uint8_t>(size)); !s.ok()) Halt(std::move(s));
+    ++native_steps_;
+    if (core::Status s = NativeStep(pc, static_cast<std::uint8_t>(size), d->simd_flags, d->memory);
+        !s.ok())
+      Halt(std::move(s));
     return;
   }
   if (d->rdtsc || d->rdtscp) {
     // Deterministic: a counter, not the host's TSC.
-    const std::uint64_t tsc = (result_.instructions + 1) * 16;
+    const std::uint64_t tsc = next_tsc_ < emu_.rdtsc.size() ? emu_.rdtsc[next_tsc_++]
+                                                             : (result_.instructions + 1) * 16;
     std::uint64_t lo = tsc & 0xffffffff, hi = tsc >> 32, aux = 0, next = pc + size;
     uc_reg_write(uc_, UC_X86_REG_RAX, &lo);
     uc_reg_write(uc_, UC_X86_REG_RDX, &hi);
@@ -564,8 +595,18 @@ void EmuSession::OnCode(core::Address pc, std::uint32_t size) {
 // instructions (the CPU single-steps them in chunks of iterations, QEMU one
 // iteration at a time), so that the trace matches the ptrace engine's.
 // Cost: a page sync and one ptrace step (~20 us).
-core::Status EmuSession::NativeStep(core::Address pc, std::uint8_t size) {
-  if (core::Status s = SyncDirty(); !s.ok()) return s;
+core::Status EmuSession::NativeStep(core::Address pc, std::uint8_t size, bool simd,
+                                    bool memory) {
+  if (memory) {
+    if (core::Status s = SyncDirty(); !s.ok()) return s;
+  }
+  if (simd) {
+    // The emulator's x87/SSE state into the tracee (FXSAVE layout).
+    fp_slots_ = slots_;
+    CollectFp(&fp_slots_);
+    if (ptrace(PTRACE_SETFPREGS, tracee_.pid(), nullptr, xstate_.data()) != 0)
+      return core::Status::IOError("PTRACE_SETFPREGS: " + std::string(std::strerror(errno)));
+  }
   user_regs_struct before = tracee_regs_;
   before.rax = gpr_[0], before.rbx = gpr_[1], before.rcx = gpr_[2], before.rdx = gpr_[3];
   before.rsi = gpr_[4], before.rdi = gpr_[5], before.rbp = gpr_[6], before.rsp = gpr_[7];
@@ -601,6 +642,18 @@ core::Status EmuSession::NativeStep(core::Address pc, std::uint8_t size) {
   after.eflags &= ~(kTf | kRf);
   WriteGprs(after);
   changes_.clear();
+  if (simd) {
+    user_fpregs_struct fp{};
+    if (ptrace(PTRACE_GETFPREGS, tracee_.pid(), nullptr, &fp) != 0)
+      return core::Status::IOError("PTRACE_GETFPREGS: " + std::string(std::strerror(errno)));
+    std::uint32_t mxcsr = fp.mxcsr;
+    uc_reg_write(uc_, UC_X86_REG_MXCSR, &mxcsr);
+    for (int i = 0; i < 16; ++i) uc_reg_write(uc_, UC_X86_REG_XMM0 + i, &fp.xmm_space[4 * i]);
+    fp_slots_ = slots_;
+    CollectFp(&fp_slots_);
+    DiffRegisters(layout_, slots_, fp_slots_, layout_.gpr_count(), layout_.count(), &changes_);
+    slots_.swap(fp_slots_);
+  }
   const std::uint64_t v[kHot] = {after.rax, after.rbx, after.rcx, after.rdx, after.rsi, after.rdi,
                                  after.rbp, after.rsp, after.r8,  after.r9,  after.r10, after.r11,
                                  after.r12, after.r13, after.r14, after.r15, after.eflags};
@@ -871,6 +924,10 @@ core::Status EmuSession::Run() {
     }
   }
   if (tracee_.alive()) tracee_.Kill();
+  if (getenv("BACKSTEP_RECORD_DEBUG")) {
+    std::fprintf(stderr, "record(emu): %llu instructions run natively\n",
+                 static_cast<unsigned long long>(native_steps_));
+  }
   return error_;
 }
 

@@ -49,6 +49,8 @@ struct EmuOptions {
   // The bytes successive getrandom calls return (tests: the other
   // recording's); beyond the list, the kernel's.
   std::vector<std::vector<std::uint8_t>> getrandom;
+  // The values successive rdtsc/rdtscp return (edx:eax); beyond the list, the counter.
+  std::vector<std::uint64_t> rdtsc;
 };
 
 // False when backstep was built without Unicorn (libunicorn-dev).
