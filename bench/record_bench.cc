@@ -9,7 +9,7 @@
 // per engine (both with --cpuid portable) recording into a sink that drops
 // everything (the engine's own cost) and into a UCIR file (plus the
 // writer's cost). The ptrace engine and bare stepping stop after
-// --ptrace-max instructions (default 1000000: ~20 s at ptrace rates); the
+// --ptrace-max instructions (default 300000: ~6 s at ptrace rates); the
 // emu engine records the whole program. "x ptrace" is the emu engine's UCIR
 // rate over the ptrace engine's.
 #include <fcntl.h>
@@ -122,7 +122,7 @@ bool Measure(bool emu, const std::string& path, std::uint64_t max, Row* row) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::uint64_t max = 1000000;
+  std::uint64_t max = 300000;
   std::vector<std::string> programs;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--ptrace-max") == 0 && i + 1 < argc) {

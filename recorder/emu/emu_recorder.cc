@@ -18,6 +18,7 @@
 #include "recorder/address_space.h"
 #include "recorder/cpu_state.h"
 #include "recorder/cpuid.h"
+#include "recorder/emu/native_flags.h"
 #include "recorder/insn_decoder.h"
 #include "recorder/syscall_effects.h"
 
@@ -141,6 +142,10 @@ class EmuSession {
   // Emits the pending instruction (registers read after it).
   void Retire();
   core::Status NativeStep(core::Address pc, std::uint8_t size, bool simd, bool memory);
+  // Emits a natively run instruction's event (GPRs after: v; writes in
+  // data_/spans_; FP changes already in changes_) and continues at rip.
+  void FinishNative(core::Address pc, std::uint8_t size, const std::uint64_t* v,
+                    core::Address rip);
   void Halt(core::Status why);
   void ReadHot(std::uint64_t* values);
   // Fills slots_[gpr_count, count) from Unicorn's x87/SSE state.
@@ -179,13 +184,16 @@ class EmuSession {
   bool pending_rep_ = false;  // a rep string instruction (QEMU: a hook per iteration)
   std::size_t next_random_ = 0;  // into emu_.getrandom
   std::size_t next_tsc_ = 0;     // into emu_.rdtsc
-  std::uint64_t native_steps_ = 0;
+  std::uint64_t native_steps_ = 0, in_process_steps_ = 0;
+  NativeInsn native_;
 
   struct PcInfo {
     bool fp = false, rdtsc = false, rdtscp = false, rep = false;
     bool native = false;  // run by the CPU: undefined flags, rep string instructions
     bool simd_flags = false;  // ... and SSE arithmetic (MXCSR flags)
     bool memory = false;      // has a memory operand (the tracee needs the emulator's memory)
+    bool in_process = false;  // register-only: run by NativeInsn in the recorder
+    std::vector<std::uint8_t> bytes;
   };
   std::unordered_map<core::Address, PcInfo> info_;  // by pc; cleared with the decoder's cache
   csh capstone_ = 0;
@@ -558,6 +566,11 @@ void EmuSession::OnCode(core::Address pc, std::uint32_t size) {
         if (insn->detail->x86.operands[i].type == X86_OP_MEM) info.memory = true;
       }
       info.memory = info.memory || info.rep;
+      info.in_process = !info.rep && !info.simd_flags && UndefinedFlags(insn->id) &&
+                        NativeInsn::Suitable(*insn);
+      if (info.in_process) {
+        info.bytes.assign(bytes, bytes + n);
+      }
       cs_free(insn, 1);
     }
     it = info_.emplace(pc, info).first;
@@ -568,6 +581,16 @@ void EmuSession::OnCode(core::Address pc, std::uint32_t size) {
   pending_size_ = static_cast<std::uint8_t>(size);
   pending_fp_ = d->fp;
   pending_rep_ = d->rep;
+  if (d->in_process) {
+    pending_ = false;
+    std::uint64_t v[kHot];
+    std::memcpy(v, gpr_, sizeof v);
+    if (native_.Run(pc, d->bytes, v)) {
+      ++in_process_steps_;
+      FinishNative(pc, static_cast<std::uint8_t>(size), v, pc + size);
+      return;
+    }
+  }
   if (d->native) {
     // Executed by the CPU rather than the emulator (see NativeStep()).
     pending_ = false;
@@ -640,7 +663,6 @@ core::Status EmuSession::NativeStep(core::Address pc, std::uint8_t size, bool si
     AddWrite(r.start, bytes.data(), n);
   }
   after.eflags &= ~(kTf | kRf);
-  WriteGprs(after);
   changes_.clear();
   if (simd) {
     user_fpregs_struct fp{};
@@ -657,6 +679,21 @@ core::Status EmuSession::NativeStep(core::Address pc, std::uint8_t size, bool si
   const std::uint64_t v[kHot] = {after.rax, after.rbx, after.rcx, after.rdx, after.rsi, after.rdi,
                                  after.rbp, after.rsp, after.r8,  after.r9,  after.r10, after.r11,
                                  after.r12, after.r13, after.r14, after.r15, after.eflags};
+  FinishNative(pc, size, v, after.rip);
+  return core::Status::Ok();
+}
+
+void EmuSession::FinishNative(core::Address pc, std::uint8_t size, const std::uint64_t* v,
+                              core::Address rip) {
+  const std::size_t fp_changes = changes_.size();
+  if (fp_changes == 0) changes_.clear();
+  {
+    user_regs_struct r = tracee_regs_;
+    r.rax = v[0], r.rbx = v[1], r.rcx = v[2], r.rdx = v[3], r.rsi = v[4], r.rdi = v[5];
+    r.rbp = v[6], r.rsp = v[7], r.r8 = v[8], r.r9 = v[9], r.r10 = v[10], r.r11 = v[11];
+    r.r12 = v[12], r.r13 = v[13], r.r14 = v[14], r.r15 = v[15], r.eflags = v[16];
+    WriteGprs(r);
+  }
   for (std::size_t i = 0; i < kHot; ++i) {
     if (v[i] == gpr_[i]) continue;
     gpr_[i] = v[i];
@@ -672,9 +709,8 @@ core::Status EmuSession::NativeStep(core::Address pc, std::uint8_t size, bool si
   spans_.clear();
   // Continue after it (or at it, for the rest of a rep): writing rip makes
   // Unicorn leave the translated block before executing the instruction.
-  std::uint64_t rip = after.rip;
-  uc_reg_write(uc_, UC_X86_REG_RIP, &rip);
-  return core::Status::Ok();
+  std::uint64_t next = rip;
+  uc_reg_write(uc_, UC_X86_REG_RIP, &next);
 }
 
 // ---------------------------------------------------------------- system calls
@@ -925,8 +961,9 @@ core::Status EmuSession::Run() {
   }
   if (tracee_.alive()) tracee_.Kill();
   if (getenv("BACKSTEP_RECORD_DEBUG")) {
-    std::fprintf(stderr, "record(emu): %llu instructions run natively\n",
-                 static_cast<unsigned long long>(native_steps_));
+    std::fprintf(stderr, "record(emu): %llu instructions run in the tracee, %llu in-process\n",
+                 static_cast<unsigned long long>(native_steps_),
+                 static_cast<unsigned long long>(in_process_steps_));
   }
   return error_;
 }
