@@ -133,6 +133,8 @@ class EmuSession {
   static void HookSyscall(uc_engine* uc, void* self);
   static int HookCpuid(uc_engine* uc, void* self);
   static void HookInterrupt(uc_engine* uc, std::uint32_t number, void* self);
+  static bool HookUnmapped(uc_engine* uc, uc_mem_type type, std::uint64_t address, int size,
+                           std::int64_t value, void* self);
   static void HookVvarRead(uc_engine* uc, uc_mem_type type, std::uint64_t address, int size,
                            std::int64_t value, void* self);
 
@@ -185,6 +187,7 @@ class EmuSession {
   std::size_t next_random_ = 0;  // into emu_.getrandom
   std::size_t next_tsc_ = 0;     // into emu_.rdtsc
   std::uint64_t native_steps_ = 0, in_process_steps_ = 0;
+  core::Address fault_address_ = 0;
   NativeInsn native_;
 
   struct PcInfo {
@@ -321,6 +324,7 @@ core::Status EmuSession::Start() {
   uc_hook_add(uc_, &h, UC_HOOK_INSN, reinterpret_cast<void*>(&HookCpuid), this, 1, 0,
               UC_X86_INS_CPUID);
   uc_hook_add(uc_, &h, UC_HOOK_INTR, reinterpret_cast<void*>(&HookInterrupt), this, 1, 0);
+  uc_hook_add(uc_, &h, UC_HOOK_MEM_UNMAPPED, reinterpret_cast<void*>(&HookUnmapped), this, 1, 0);
 
   StartInfo start;
   start.pid = static_cast<std::uint64_t>(tracee_.pid());
@@ -460,6 +464,13 @@ void EmuSession::HookVvarRead(uc_engine*, uc_mem_type, std::uint64_t address, in
       "the program reads the kernel's [vvar] page at " + Hex(address) + " (from " +
       Hex(s->pending_pc_) +
       ": a vdso clock function): not supported by the emu engine, use --engine ptrace"));
+}
+
+bool EmuSession::HookUnmapped(uc_engine*, uc_mem_type, std::uint64_t address, int,
+                              std::int64_t, void* self) {
+  auto* s = static_cast<EmuSession*>(self);
+  s->fault_address_ = address;
+  return false;  // a fault: uc_emu_start returns the error
 }
 
 void EmuSession::Halt(core::Status why) {
@@ -641,6 +652,11 @@ core::Status EmuSession::NativeStep(core::Address pc, std::uint8_t size, bool si
   if (core::Status s = tracee_.SetRegs(before); !s.ok()) return s;
   core::Expected<Stop> stop = tracee_.Step();
   if (!stop.ok()) return stop.status();
+  if (stop->kind == Stop::kSignal && stop->signal == SIGINT) {  // Ctrl-C
+    result_.end = RecordResult::End::kInterrupted;
+    Halt(core::Status::Ok());
+    return core::Status::Ok();
+  }
   user_regs_struct after{};
   if (stop->kind != Stop::kStepped || !tracee_.GetRegs(&after).ok() ||
       (after.rip != pc && after.rip != pc + size)) {
@@ -947,6 +963,16 @@ core::Status EmuSession::Run() {
       const bool fault = e == UC_ERR_READ_UNMAPPED || e == UC_ERR_WRITE_UNMAPPED ||
                          e == UC_ERR_FETCH_UNMAPPED || e == UC_ERR_READ_PROT ||
                          e == UC_ERR_WRITE_PROT || e == UC_ERR_FETCH_PROT;
+      const Mapping* stack = nullptr;
+      for (const Mapping& m : space_.mappings()) {
+        if (m.name == "[stack]") stack = &m;
+      }
+      if (stack && fault_address_ < stack->start && fault_address_ + (8u << 20) >= stack->start) {
+        error_ = core::Status::Unsupported(
+            "the program's stack grew below its initial mapping (" + Hex(fault_address_) + " at " +
+            Hex(pending_pc_) + "): not supported by the emu engine yet, use --engine ptrace");
+        break;
+      }
       error_ = core::Status::Unsupported(
           std::string(fault ? "the program faulted" : "the emulator cannot execute the instruction") +
           " at " + Hex(pending_pc_) + " (" + hex + "): " + uc_strerror(e) +
