@@ -73,9 +73,8 @@ int RunRecord(Args& args) {
   };
   core::Expected<std::unique_ptr<record::UsercornSink>> sink = record::UsercornSink::Create(path);
   if (!sink.ok()) return Fail(sink.status());
-  core::Expected<record::RecordResult> result = engine == "emu"
-                                                    ? record::RecordEmulated(options, **sink)
-                                                    : record::Record(options, **sink);
+  core::Expected<record::RecordResult> result =
+      engine == "emu" ? record::RecordEmulated(options, **sink) : record::Record(options, **sink);
   if (tty) std::fputs("\r\033[K", stderr);
   if (!result.ok()) {
     Fail(result.status());

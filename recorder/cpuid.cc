@@ -16,11 +16,12 @@ constexpr std::uint32_t Bit(int n) { return std::uint32_t{1} << n; }
 // Leaf 1 ECX: SSE3, PCLMULQDQ, SSSE3, CX16, SSE4.1, SSE4.2, POPCNT. Not:
 // FMA (12), MOVBE (22), AES (25), XSAVE (26), OSXSAVE (27), AVX (28),
 // F16C (29), RDRAND (30), x2APIC and the system bits.
-constexpr std::uint32_t kLeaf1Ecx = Bit(0) | Bit(1) | Bit(9) | Bit(13) | Bit(19) | Bit(20) | Bit(23);
+constexpr std::uint32_t kLeaf1Ecx =
+    Bit(0) | Bit(1) | Bit(9) | Bit(13) | Bit(19) | Bit(20) | Bit(23);
 // Leaf 1 EDX: FPU, VME, DE, PSE, TSC, MSR, PAE, MCE, CX8, APIC, SEP, MTRR,
 // PGE, MCA, CMOV, PAT, PSE36, CLFSH, MMX, FXSR, SSE, SSE2, HTT.
 constexpr std::uint32_t kLeaf1Edx =
-    (0x03ffffff & ~(Bit(10) | Bit(18) | Bit(20) | Bit(21) | Bit(22))) | Bit(28);
+    (0x07ffffff & ~(Bit(10) | Bit(18) | Bit(20) | Bit(21) | Bit(22))) | Bit(28);
 // 0x80000001 ECX: LAHF/SAHF, PREFETCHW. EDX: SYSCALL, NX, RDTSCP, LM.
 constexpr std::uint32_t kExt1Ecx = Bit(0) | Bit(8);
 constexpr std::uint32_t kExt1Edx = Bit(11) | Bit(20) | Bit(27) | Bit(29);

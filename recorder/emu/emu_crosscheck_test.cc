@@ -11,8 +11,8 @@
 // Nondeterministic inputs: AT_RANDOM's bytes (stack canary, pointer guard)
 // getrandom's (malloc's tcache key) and rdtsc's (ld.so's start time): the
 // emulated run gets the ptrace run's (EmuOptions); process
-// and thread ids: both programs run as pid 1 of a new PID namespace. The ptrace engine's rdtsc is the
-// host's, the emulator's a counter: the programs do not execute it.
+// and thread ids: both programs run as pid 1 of a new PID namespace. The ptrace engine's rdtsc is
+// the host's, the emulator's a counter: the programs do not execute it.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-
 #include <cstring>
 #include <map>
 #include <string>
@@ -94,7 +93,8 @@ std::vector<std::vector<std::uint8_t>> GetrandomResults(const std::string& trace
     if (!more.ok() || !*more) break;
     if (e.description.rfind("syscall 318(", 0) != 0) continue;
     std::vector<std::uint8_t>& bytes = out.emplace_back();
-    for (const core::MemoryAccess& w : e.writes) bytes.insert(bytes.end(), w.data.begin(), w.data.end());
+    for (const core::MemoryAccess& w : e.writes)
+      bytes.insert(bytes.end(), w.data.begin(), w.data.end());
   }
   return out;
 }
@@ -150,8 +150,7 @@ std::vector<std::uint8_t> AtRandom(const std::string& trace) {
 // so that the program is pid 1 in both runs (getpid, set_tid_address and
 // the tid glibc stores in the TCB are the same): the trace file, then a
 // RecordResult or an error message through a pipe.
-void RecordWith(bool emu, const std::string& program, Recording* out,
-                EmuOptions emu_options = {}) {
+void RecordWith(bool emu, const std::string& program, Recording* out, EmuOptions emu_options = {}) {
   out->path = ::testing::TempDir() + "/" + program + (emu ? ".emu" : ".ptrace") + ".ucir";
   int fds[2];
   ASSERT_EQ(pipe(fds), 0);
@@ -166,7 +165,8 @@ void RecordWith(bool emu, const std::string& program, Recording* out,
       w = write(fds[1], error.data(), n);
       _exit(0);
     };
-    if (unshare(CLONE_NEWPID) != 0) report(std::string("unshare(CLONE_NEWPID): ") + strerror(errno), {});
+    if (unshare(CLONE_NEWPID) != 0)
+      report(std::string("unshare(CLONE_NEWPID): ") + strerror(errno), {});
     auto sink = UsercornSink::Create(out->path);
     if (!sink.ok()) report(sink.status().message(), {});
     RecordOptions options;
@@ -198,9 +198,9 @@ void RecordWith(bool emu, const std::string& program, Recording* out,
   out->result = result;
 }
 
-const char* const kGprs[] = {"rax", "rbx", "rcx", "rdx",    "rsi", "rdi", "rbp", "rsp",
-                             "r8",  "r9",  "r10", "r11",    "r12", "r13", "r14", "r15",
-                             "rip", "eflags", "cs", "ss",   "fs_base", "gs_base"};
+const char* const kGprs[] = {"rax", "rbx",    "rcx", "rdx", "rsi",     "rdi",    "rbp", "rsp",
+                             "r8",  "r9",     "r10", "r11", "r12",     "r13",    "r14", "r15",
+                             "rip", "eflags", "cs",  "ss",  "fs_base", "gs_base"};
 
 void CompareRegisters(const Replay& p, const Replay& e, std::uint64_t k, bool fp) {
   const core::ArchDescription& arch = core::X86_64();
@@ -210,8 +210,8 @@ void CompareRegisters(const Replay& p, const Replay& e, std::uint64_t k, bool fp
     if (!p.regs.known(id)) return;
     const auto a = p.regs.bytes(id), b = e.regs.bytes(id);
     ASSERT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end()))
-        << name << " at position " << k << ": ptrace 0x" << std::hex << p.regs.u64(id)
-        << ", emu 0x" << e.regs.u64(id) << " (rip 0x" << p.regs.u64(*arch.Find("rip")) << ")";
+        << name << " at position " << k << ": ptrace 0x" << std::hex << p.regs.u64(id) << ", emu 0x"
+        << e.regs.u64(id) << " (rip 0x" << p.regs.u64(*arch.Find("rip")) << ")";
   };
   for (const char* name : kGprs) compare(name);
   if (!fp) return;
@@ -253,6 +253,9 @@ TEST_P(EngineCrossCheck, EmuTraceEqualsPtraceTrace) {
   inputs.rdtsc = RdtscResults(ptrace_rec.path);
   RecordWith(true, GetParam(), &emu_rec, inputs);
   if (HasFatalFailure()) return;
+  // The programs ran to their end (127: ld.so refused the CPU the table describes).
+  EXPECT_NE(ptrace_rec.result.exit_code, 127);
+  EXPECT_EQ(emu_rec.result.exit_code, ptrace_rec.result.exit_code);
   EXPECT_EQ(emu_rec.result.instructions, ptrace_rec.result.instructions);
   EXPECT_EQ(emu_rec.result.syscalls, ptrace_rec.result.syscalls);
 
@@ -285,7 +288,8 @@ TEST_P(EngineCrossCheck, EmuTraceEqualsPtraceTrace) {
     CompareRegisters(p, e, k, syscall || k % 16 == 0);
     if (HasFatalFailure()) return;
     for (const core::Event* ev : {&pe, &ee}) {
-      for (const core::MemoryAccess& w : ev->writes) CompareBytes(p, e, w.address, w.data.size(), k);
+      for (const core::MemoryAccess& w : ev->writes)
+        CompareBytes(p, e, w.address, w.data.size(), k);
       if (HasFatalFailure()) return;
     }
     if (k % 50000 == 0) CompareAllMemory(p, e, k);

@@ -1,8 +1,8 @@
 #include "recorder/emu/emu_recorder.h"
 
+#include <capstone/capstone.h>
 #include <signal.h>
 #include <sys/ptrace.h>
-#include <capstone/capstone.h>
 #include <unicorn/unicorn.h>
 
 #include <algorithm>
@@ -30,21 +30,19 @@ constexpr std::uint64_t kTf = 1u << 8, kRf = 1u << 16;
 constexpr std::size_t kGprs = 25;  // CpuLayout's GPR slots
 // The GPRs read after every instruction, in CpuLayout's slot order (rax ..
 // r15, eflags); selectors and fs/gs base change only in system calls.
-constexpr int kHotRegs[] = {
-    UC_X86_REG_RAX, UC_X86_REG_RBX, UC_X86_REG_RCX, UC_X86_REG_RDX, UC_X86_REG_RSI,
-    UC_X86_REG_RDI, UC_X86_REG_RBP, UC_X86_REG_RSP, UC_X86_REG_R8,  UC_X86_REG_R9,
-    UC_X86_REG_R10, UC_X86_REG_R11, UC_X86_REG_R12, UC_X86_REG_R13, UC_X86_REG_R14,
-    UC_X86_REG_R15, UC_X86_REG_RFLAGS};
+constexpr int kHotRegs[] = {UC_X86_REG_RAX,   UC_X86_REG_RBX, UC_X86_REG_RCX, UC_X86_REG_RDX,
+                            UC_X86_REG_RSI,   UC_X86_REG_RDI, UC_X86_REG_RBP, UC_X86_REG_RSP,
+                            UC_X86_REG_R8,    UC_X86_REG_R9,  UC_X86_REG_R10, UC_X86_REG_R11,
+                            UC_X86_REG_R12,   UC_X86_REG_R13, UC_X86_REG_R14, UC_X86_REG_R15,
+                            UC_X86_REG_RFLAGS};
 constexpr std::size_t kHot = sizeof kHotRegs / sizeof kHotRegs[0];
 constexpr std::size_t kFsBaseSlot = 23, kGsBaseSlot = 24;
 constexpr std::uint64_t kSysGetrandom = 318;
 
-constexpr std::uint64_t kArithFlags = 0x8d5;  // CF PF AF ZF SF OF
-
 // Instructions that leave some arithmetic flags "undefined": the real CPU
-// and QEMU's TCG set them differently, so the emulator asks the CPU (the
-// tracee executes the instruction; see Retire()). AND/OR/XOR/TEST leave AF
-// undefined too, but both clear it.
+// and QEMU's TCG set them differently, so the CPU runs them (NativeInsn in
+// the recorder, or the tracee: see OnCode()). AND/OR/XOR/TEST leave AF
+// undefined too, but both clear it (the cross-check test would see it).
 bool UndefinedFlags(unsigned id) {
   switch (id) {
     case X86_INS_MUL:
@@ -103,8 +101,7 @@ std::string Hex(std::uint64_t v) {
 }
 
 std::uint32_t UcProt(const Mapping& m) {
-  return (m.read ? UC_PROT_READ : 0) | (m.write ? UC_PROT_WRITE : 0) |
-         (m.exec ? UC_PROT_EXEC : 0);
+  return (m.read ? UC_PROT_READ : 0) | (m.write ? UC_PROT_WRITE : 0) | (m.exec ? UC_PROT_EXEC : 0);
 }
 
 bool Unreadable(const Mapping& m) { return m.name.rfind("[vvar", 0) == 0; }
@@ -146,8 +143,7 @@ class EmuSession {
   core::Status NativeStep(core::Address pc, std::uint8_t size, bool simd, bool memory);
   // Emits a natively run instruction's event (GPRs after: v; writes in
   // data_/spans_; FP changes already in changes_) and continues at rip.
-  void FinishNative(core::Address pc, std::uint8_t size, const std::uint64_t* v,
-                    core::Address rip);
+  void FinishNative(core::Address pc, std::uint8_t size, const std::uint64_t* v, core::Address rip);
   void Halt(core::Status why);
   void ReadHot(std::uint64_t* values);
   // Fills slots_[gpr_count, count) from Unicorn's x87/SSE state.
@@ -183,16 +179,18 @@ class EmuSession {
   core::Address pending_pc_ = 0;
   std::uint8_t pending_size_ = 0;
   bool pending_fp_ = false;
-  bool pending_rep_ = false;  // a rep string instruction (QEMU: a hook per iteration)
+  bool pending_rep_ = false;     // a rep string instruction (QEMU: a hook per iteration)
   std::size_t next_random_ = 0;  // into emu_.getrandom
   std::size_t next_tsc_ = 0;     // into emu_.rdtsc
   std::uint64_t native_steps_ = 0, in_process_steps_ = 0;
   core::Address fault_address_ = 0;
+  std::uint16_t x87_fop_ = 0;  // the last x87 instruction's (from the CPU)
+  std::uint64_t x87_fip_ = 0, x87_fdp_ = 0;
   NativeInsn native_;
 
   struct PcInfo {
     bool fp = false, rdtsc = false, rdtscp = false, rep = false;
-    bool native = false;  // run by the CPU: undefined flags, rep string instructions
+    bool native = false;      // run by the CPU: undefined flags, rep string instructions
     bool simd_flags = false;  // ... and SSE arithmetic (MXCSR flags)
     bool memory = false;      // has a memory operand (the tracee needs the emulator's memory)
     bool in_process = false;  // register-only: run by NativeInsn in the recorder
@@ -220,8 +218,8 @@ class EmuSession {
 core::Status EmuSession::MapInto(const Mapping& m, bool with_contents) {
   if (m.name == "[vsyscall]") return core::Status::Ok();  // fixed kernel page: never used
   if (uc_err e = uc_mem_map(uc_, m.start, m.size, UcProt(m)); e != UC_ERR_OK) {
-    return core::Status::IOError("emulator: cannot map " + Hex(m.start) + "+" + Hex(m.size) +
-                                 " (" + uc_strerror(e) + ")");
+    return core::Status::IOError("emulator: cannot map " + Hex(m.start) + "+" + Hex(m.size) + " (" +
+                                 uc_strerror(e) + ")");
   }
   if (Unreadable(m)) {
     uc_hook h;
@@ -351,7 +349,7 @@ void EmuSession::ReadHot(std::uint64_t* values) {
 }
 
 void EmuSession::WriteGprs(const user_regs_struct& r) {
-  std::uint64_t v[kHot] = {r.rax, r.rbx, r.rcx, r.rdx, r.rsi, r.rdi, r.rbp, r.rsp, r.r8,
+  std::uint64_t v[kHot] = {r.rax, r.rbx, r.rcx, r.rdx, r.rsi, r.rdi, r.rbp, r.rsp,   r.r8,
                            r.r9,  r.r10, r.r11, r.r12, r.r13, r.r14, r.r15, r.eflags};
   void* ptrs[kHot];
   for (std::size_t i = 0; i < kHot; ++i) ptrs[i] = &v[i];
@@ -376,15 +374,16 @@ user_regs_struct EmuSession::EmulatorRegs() {
 void EmuSession::CollectFp(std::vector<core::RegisterWrite>* slots) {
   // An FXSAVE image from Unicorn's registers, so that CpuLayout::CollectFp
   // produces exactly what it produces from the kernel's XSAVE image.
-  static constexpr int kIds[] = {
-      UC_X86_REG_FPCW, UC_X86_REG_FPSW, UC_X86_REG_FPTAG, UC_X86_REG_MXCSR, UC_X86_REG_FOP,
-      UC_X86_REG_FIP,  UC_X86_REG_FDP};
+  static constexpr int kIds[] = {UC_X86_REG_FPCW,  UC_X86_REG_FPSW, UC_X86_REG_FPTAG,
+                                 UC_X86_REG_MXCSR, UC_X86_REG_FOP,  UC_X86_REG_FIP,
+                                 UC_X86_REG_FDP};
   std::uint64_t v[7] = {};
   void* ptrs[7];
   for (int i = 0; i < 7; ++i) ptrs[i] = &v[i];
   uc_reg_read_batch(uc_, const_cast<int*>(kIds), ptrs, 7);
   std::uint8_t* x = xstate_.data();
-  const std::uint16_t fcw = static_cast<std::uint16_t>(v[0]), fsw = static_cast<std::uint16_t>(v[1]);
+  const std::uint16_t fcw = static_cast<std::uint16_t>(v[0]),
+                      fsw = static_cast<std::uint16_t>(v[1]);
   const std::uint16_t tag = static_cast<std::uint16_t>(v[2]);
   std::memcpy(&x[0], &fcw, 2);
   std::memcpy(&x[2], &fsw, 2);
@@ -393,10 +392,11 @@ void EmuSession::CollectFp(std::vector<core::RegisterWrite>* slots) {
     if (((tag >> (2 * i)) & 3) != 3) abridged |= static_cast<std::uint8_t>(1u << i);
   }
   x[4] = abridged;
-  const std::uint16_t fop = static_cast<std::uint16_t>(v[4]);
-  std::memcpy(&x[6], &fop, 2);
-  std::memcpy(&x[8], &v[5], 8);
-  std::memcpy(&x[16], &v[6], 8);
+  // The last x87 instruction's opcode and pointers: TCG does not keep them,
+  // the CPU's from the last x87 instruction run natively do.
+  std::memcpy(&x[6], &x87_fop_, 2);
+  std::memcpy(&x[8], &x87_fip_, 8);
+  std::memcpy(&x[16], &x87_fdp_, 8);
   const std::uint32_t mxcsr = static_cast<std::uint32_t>(v[3]);
   std::memcpy(&x[24], &mxcsr, 4);
   const unsigned top = (fsw >> 11) & 7;
@@ -433,7 +433,9 @@ void EmuSession::HookWrite(uc_engine*, uc_mem_type, std::uint64_t address, int s
   }
 }
 
-void EmuSession::HookSyscall(uc_engine*, void* self) { static_cast<EmuSession*>(self)->OnSyscall(); }
+void EmuSession::HookSyscall(uc_engine*, void* self) {
+  static_cast<EmuSession*>(self)->OnSyscall();
+}
 
 int EmuSession::HookCpuid(uc_engine* uc, void*) {
   std::uint64_t rax = 0, rcx = 0;
@@ -466,8 +468,8 @@ void EmuSession::HookVvarRead(uc_engine*, uc_mem_type, std::uint64_t address, in
       ": a vdso clock function): not supported by the emu engine, use --engine ptrace"));
 }
 
-bool EmuSession::HookUnmapped(uc_engine*, uc_mem_type, std::uint64_t address, int,
-                              std::int64_t, void* self) {
+bool EmuSession::HookUnmapped(uc_engine*, uc_mem_type, std::uint64_t address, int, std::int64_t,
+                              void* self) {
   auto* s = static_cast<EmuSession*>(self);
   s->fault_address_ = address;
   return false;  // a fault: uc_emu_start returns the error
@@ -571,14 +573,23 @@ void EmuSession::OnCode(core::Address pc, std::uint32_t size) {
     const std::uint8_t* code = bytes;
     if (cs_disasm(capstone_, code, n, pc, 1, &insn) == 1) {
       info.rep = std::strncmp(insn->mnemonic, "rep", 3) == 0;
-      info.simd_flags = d.fp && SetsSimdFlags(insn->mnemonic);
+      // x87 (escape opcodes d8-df) and the FXSAVE/XSAVE family: TCG keeps no
+      // x87 instruction/operand pointers and fxsave stores zeros for them.
+      const std::uint8_t op0 = insn->detail->x86.opcode[0];
+      const bool x87 = (op0 >= 0xd8 && op0 <= 0xdf) || insn->id == X86_INS_FXSAVE ||
+                       insn->id == X86_INS_FXSAVE64 || insn->id == X86_INS_FXRSTOR ||
+                       insn->id == X86_INS_FXRSTOR64 || insn->id == X86_INS_XSAVE ||
+                       insn->id == X86_INS_XSAVE64 || insn->id == X86_INS_XSAVEOPT ||
+                       insn->id == X86_INS_XSAVEOPT64 || insn->id == X86_INS_XSAVEC ||
+                       insn->id == X86_INS_XRSTOR || insn->id == X86_INS_XRSTOR64;
+      info.simd_flags = d.fp && (x87 || SetsSimdFlags(insn->mnemonic));
       info.native = info.rep || UndefinedFlags(insn->id) || info.simd_flags;
       for (std::uint8_t i = 0; i < insn->detail->x86.op_count; ++i) {
         if (insn->detail->x86.operands[i].type == X86_OP_MEM) info.memory = true;
       }
       info.memory = info.memory || info.rep;
-      info.in_process = !info.rep && !info.simd_flags && UndefinedFlags(insn->id) &&
-                        NativeInsn::Suitable(*insn);
+      info.in_process =
+          !info.rep && !info.simd_flags && UndefinedFlags(insn->id) && NativeInsn::Suitable(*insn);
       if (info.in_process) {
         info.bytes.assign(bytes, bytes + n);
       }
@@ -613,8 +624,8 @@ void EmuSession::OnCode(core::Address pc, std::uint32_t size) {
   }
   if (d->rdtsc || d->rdtscp) {
     // Deterministic: a counter, not the host's TSC.
-    const std::uint64_t tsc = next_tsc_ < emu_.rdtsc.size() ? emu_.rdtsc[next_tsc_++]
-                                                             : (result_.instructions + 1) * 16;
+    const std::uint64_t tsc =
+        next_tsc_ < emu_.rdtsc.size() ? emu_.rdtsc[next_tsc_++] : (result_.instructions + 1) * 16;
     std::uint64_t lo = tsc & 0xffffffff, hi = tsc >> 32, aux = 0, next = pc + size;
     uc_reg_write(uc_, UC_X86_REG_RAX, &lo);
     uc_reg_write(uc_, UC_X86_REG_RDX, &hi);
@@ -629,8 +640,7 @@ void EmuSession::OnCode(core::Address pc, std::uint32_t size) {
 // instructions (the CPU single-steps them in chunks of iterations, QEMU one
 // iteration at a time), so that the trace matches the ptrace engine's.
 // Cost: a page sync and one ptrace step (~20 us).
-core::Status EmuSession::NativeStep(core::Address pc, std::uint8_t size, bool simd,
-                                    bool memory) {
+core::Status EmuSession::NativeStep(core::Address pc, std::uint8_t size, bool simd, bool memory) {
   if (memory) {
     if (core::Status s = SyncDirty(); !s.ok()) return s;
   }
@@ -687,13 +697,30 @@ core::Status EmuSession::NativeStep(core::Address pc, std::uint8_t size, bool si
     std::uint32_t mxcsr = fp.mxcsr;
     uc_reg_write(uc_, UC_X86_REG_MXCSR, &mxcsr);
     for (int i = 0; i < 16; ++i) uc_reg_write(uc_, UC_X86_REG_XMM0 + i, &fp.xmm_space[4 * i]);
+    // x87: control, status (with TOP), tags, the physical registers, pointers.
+    std::uint16_t fcw = static_cast<std::uint16_t>(fp.cwd),
+                  fsw = static_cast<std::uint16_t>(fp.swd);
+    uc_reg_write(uc_, UC_X86_REG_FPCW, &fcw);
+    uc_reg_write(uc_, UC_X86_REG_FPSW, &fsw);
+    const auto* st = reinterpret_cast<const std::uint8_t*>(fp.st_space);
+    std::uint16_t tag = FullTagWord(static_cast<std::uint8_t>(fp.ftw), fsw, st);
+    uc_reg_write(uc_, UC_X86_REG_FPTAG, &tag);
+    const unsigned top = (fsw >> 11) & 7;
+    for (unsigned i = 0; i < 8; ++i) {
+      std::uint8_t reg[16] = {};
+      std::memcpy(reg, st + 16 * i, 10);
+      uc_reg_write(uc_, UC_X86_REG_FP0 + static_cast<int>((top + i) & 7), reg);
+    }
+    x87_fop_ = fp.fop;
+    x87_fip_ = fp.rip;
+    x87_fdp_ = fp.rdp;
     fp_slots_ = slots_;
     CollectFp(&fp_slots_);
     DiffRegisters(layout_, slots_, fp_slots_, layout_.gpr_count(), layout_.count(), &changes_);
     slots_.swap(fp_slots_);
   }
-  const std::uint64_t v[kHot] = {after.rax, after.rbx, after.rcx, after.rdx, after.rsi, after.rdi,
-                                 after.rbp, after.rsp, after.r8,  after.r9,  after.r10, after.r11,
+  const std::uint64_t v[kHot] = {after.rax, after.rbx, after.rcx, after.rdx, after.rsi,   after.rdi,
+                                 after.rbp, after.rsp, after.r8,  after.r9,  after.r10,   after.r11,
                                  after.r12, after.r13, after.r14, after.r15, after.eflags};
   FinishNative(pc, size, v, after.rip);
   return core::Status::Ok();
@@ -835,10 +862,9 @@ core::Status EmuSession::ProxySyscall() {
           uc_emu_stop(uc_);
           return core::Status::Ok();
         }
-        return core::Status::Unsupported("the program received signal " +
-                                         std::to_string(stop->signal) + " in system call " +
-                                         std::to_string(nr) +
-                                         ": signals are not supported by the emu engine");
+        return core::Status::Unsupported(
+            "the program received signal " + std::to_string(stop->signal) + " in system call " +
+            std::to_string(nr) + ": signals are not supported by the emu engine");
       case Stop::kEvent: {
         unsigned long msg = 0;
         ptrace(PTRACE_GETEVENTMSG, tracee_.pid(), nullptr, &msg);
@@ -974,7 +1000,8 @@ core::Status EmuSession::Run() {
         break;
       }
       error_ = core::Status::Unsupported(
-          std::string(fault ? "the program faulted" : "the emulator cannot execute the instruction") +
+          std::string(fault ? "the program faulted"
+                            : "the emulator cannot execute the instruction") +
           " at " + Hex(pending_pc_) + " (" + hex + "): " + uc_strerror(e) +
           (fault ? " (a signal: not supported by the emu engine)" : ""));
       break;

@@ -19,6 +19,14 @@
 // and diffed; x87/SSE state only after instructions that touch it (capstone,
 // insn_decoder.h) and at system calls.
 //
+// Where TCG and the CPU disagree, the CPU runs the instruction and the trace
+// takes its results, so that recordings equal the ptrace engine's:
+// undefined flags (mul, imul, shifts, bsf, bt...: native_flags.h in the
+// recorder for register-only forms, else a step of the tracee), SSE
+// arithmetic (MXCSR exception flags, which TCG does not set) and rep string
+// instructions (the CPU single-steps them in chunks of iterations, QEMU one
+// at a time) in the tracee, after the dirty pages are pushed into it.
+//
 // Determinism: CPUID answers from PortableCpuid() (cpuid.h: no AVX, which
 // TCG lacks), so recordings equal the ptrace engine's with --cpuid
 // portable; rdtsc/rdtscp return a counter (instructions retired * 16).

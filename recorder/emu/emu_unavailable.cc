@@ -6,7 +6,8 @@ namespace backstep::record {
 
 bool EmulatorAvailable() { return false; }
 
-core::Expected<RecordResult> RecordEmulated(const RecordOptions&, RecordingSink&, const EmuOptions&) {
+core::Expected<RecordResult> RecordEmulated(const RecordOptions&, RecordingSink&,
+                                            const EmuOptions&) {
   return core::Status::Unsupported(
       "--engine emu: this backstep was built without Unicorn (install libunicorn-dev and "
       "rebuild); use --engine ptrace");

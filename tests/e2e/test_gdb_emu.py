@@ -94,4 +94,4 @@ class O0Pie(Scenarios, unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    util.main()
