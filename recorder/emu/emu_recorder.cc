@@ -38,6 +38,7 @@ constexpr int kHotRegs[] = {UC_X86_REG_RAX,   UC_X86_REG_RBX, UC_X86_REG_RCX, UC
 constexpr std::size_t kHot = sizeof kHotRegs / sizeof kHotRegs[0];
 constexpr std::size_t kFsBaseSlot = 23, kGsBaseSlot = 24;
 constexpr std::uint64_t kSysGetrandom = 318;
+constexpr std::uint64_t kMaxStackGrowth = 8u << 20;  // the default RLIMIT_STACK
 
 // Instructions that leave some arithmetic flags "undefined": the real CPU
 // and QEMU's TCG set them differently, so the CPU runs them (NativeInsn in
@@ -130,6 +131,7 @@ class EmuSession {
   static void HookSyscall(uc_engine* uc, void* self);
   static int HookCpuid(uc_engine* uc, void* self);
   static void HookInterrupt(uc_engine* uc, std::uint32_t number, void* self);
+  core::Status GrowStack(core::Address address);
   static bool HookUnmapped(uc_engine* uc, uc_mem_type type, std::uint64_t address, int size,
                            std::int64_t value, void* self);
   static void HookVvarRead(uc_engine* uc, uc_mem_type type, std::uint64_t address, int size,
@@ -184,7 +186,8 @@ class EmuSession {
   std::size_t next_tsc_ = 0;     // into emu_.rdtsc
   std::uint64_t native_steps_ = 0, in_process_steps_ = 0;
   core::Address fault_address_ = 0;
-  std::uint16_t x87_fop_ = 0;  // the last x87 instruction's (from the CPU)
+  core::Address stack_low_ = 0;  // the stack mapping's start (grows down)
+  std::uint16_t x87_fop_ = 0;    // the last x87 instruction's (from the CPU)
   std::uint64_t x87_fip_ = 0, x87_fdp_ = 0;
   NativeInsn native_;
 
@@ -274,6 +277,7 @@ core::Status EmuSession::Start() {
   uc_ctl_set_cpu_model(uc_, UC_CPU_X86_HASWELL);
   for (const Mapping& m : space_.mappings()) {
     if (core::Status s = MapInto(m, true); !s.ok()) return s;
+    if (m.name == "[stack]") stack_low_ = m.start;
   }
   // Registers: GPRs, flags, fs/gs base, then the x87/SSE state.
   WriteGprs(tracee_regs_);
@@ -472,7 +476,37 @@ bool EmuSession::HookUnmapped(uc_engine*, uc_mem_type, std::uint64_t address, in
                               void* self) {
   auto* s = static_cast<EmuSession*>(self);
   s->fault_address_ = address;
+  // Below the stack, within its rlimit's reach: the kernel would grow it.
+  if (s->stack_low_ && address < s->stack_low_ && address + kMaxStackGrowth >= s->stack_low_) {
+    if (core::Status st = s->GrowStack(address); st.ok()) return true;  // retry the access
+  }
   return false;  // a fault: uc_emu_start returns the error
+}
+
+// Grows the stack down to `address`, in the tracee (its own access faults
+// the stack down, as the kernel does for the program) and in Unicorn.
+core::Status EmuSession::GrowStack(core::Address address) {
+  const core::Address low = address / kPage * kPage;
+  user_regs_struct saved{};
+  if (core::Status st = tracee_.GetRegs(&saved); !st.ok()) return st;
+  std::uint8_t code[3] = {};
+  if (tracee_.ReadMemory(saved.rip, code) != 3) return core::Status::IOError("stack growth");
+  static const std::uint8_t kStore[3] = {0xc6, 0x00, 0x00};  // mov byte [rax], 0
+  if (core::Status st = tracee_.WriteMemory(saved.rip, kStore); !st.ok()) return st;
+  user_regs_struct r = saved;
+  r.rax = low;
+  core::Status status = tracee_.SetRegs(r);
+  core::Expected<Stop> stop = status.ok() ? tracee_.Step() : core::Expected<Stop>(status);
+  if (tracee_.alive()) {
+    tracee_.WriteMemory(saved.rip, code);
+    tracee_.SetRegs(saved);
+  }
+  if (!stop.ok()) return stop.status();
+  if (stop->kind != Stop::kStepped) return core::Status::IOError("stack growth refused");
+  if (uc_mem_map(uc_, low, stack_low_ - low, UC_PROT_READ | UC_PROT_WRITE) != UC_ERR_OK)
+    return core::Status::IOError("stack growth: emulator");
+  stack_low_ = low;
+  return core::Status::Ok();
 }
 
 void EmuSession::Halt(core::Status why) {
@@ -796,6 +830,17 @@ core::Status EmuSession::ApplyMapChanges(const MapChanges& maps) {
     }
   }
   for (const Mapping& m : maps.mapped) {
+    if (m.name == "[stack]" && stack_low_ && m.end() <= stack_low_ + kMaxStackGrowth + kPage) {
+      // The stack the emulator grew (GrowStack) now shows in /proc/PID/maps:
+      // already mapped, except what lies below.
+      if (m.start < stack_low_) {
+        Mapping below = m;
+        below.size = std::min(m.end(), stack_low_) - m.start;
+        if (core::Status s = MapInto(below, true); !s.ok()) return s;
+        stack_low_ = m.start;
+      }
+      continue;
+    }
     if (core::Status s = MapInto(m, true); !s.ok()) return s;
   }
   for (const Mapping& m : maps.reprotected) {
@@ -989,14 +1034,10 @@ core::Status EmuSession::Run() {
       const bool fault = e == UC_ERR_READ_UNMAPPED || e == UC_ERR_WRITE_UNMAPPED ||
                          e == UC_ERR_FETCH_UNMAPPED || e == UC_ERR_READ_PROT ||
                          e == UC_ERR_WRITE_PROT || e == UC_ERR_FETCH_PROT;
-      const Mapping* stack = nullptr;
-      for (const Mapping& m : space_.mappings()) {
-        if (m.name == "[stack]") stack = &m;
-      }
-      if (stack && fault_address_ < stack->start && fault_address_ + (8u << 20) >= stack->start) {
-        error_ = core::Status::Unsupported(
-            "the program's stack grew below its initial mapping (" + Hex(fault_address_) + " at " +
-            Hex(pending_pc_) + "): not supported by the emu engine yet, use --engine ptrace");
+      if (stack_low_ && fault_address_ < stack_low_ &&
+          fault_address_ + kMaxStackGrowth >= stack_low_) {
+        error_ = core::Status::Unsupported("the program's stack could not grow to " +
+                                           Hex(fault_address_) + " (at " + Hex(pending_pc_) + ")");
         break;
       }
       error_ = core::Status::Unsupported(

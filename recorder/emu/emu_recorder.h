@@ -34,8 +34,9 @@
 //
 // Refused (Unsupported; the trace ends before the instruction, the sink is
 // finished): an instruction the emulator cannot execute, a memory fault (a
-// signal), int3/int n, clone/fork/vfork/execve, a signal, growth of the
-// stack below its initial mapping, a read of the [vvar] page (vdso clocks).
+// signal), int3/int n, clone/fork/vfork/execve, a signal, a read of the
+// [vvar] page (vdso clocks). The stack grows down as the kernel grows it
+// (GrowStack: the tracee touches the page, Unicorn maps it).
 //
 // Thread-safety: one recording per thread (ptrace is per-thread).
 #pragma once
