@@ -197,6 +197,7 @@ class EmuSession {
     bool simd_flags = false;  // ... and SSE arithmetic (MXCSR flags)
     bool memory = false;      // has a memory operand (the tracee needs the emulator's memory)
     bool in_process = false;  // register-only: run by NativeInsn in the recorder
+    bool writable = false;    // ... from writable memory: check the bytes each time
     std::vector<std::uint8_t> bytes;
   };
   std::unordered_map<core::Address, PcInfo> info_;  // by pc; cleared with the decoder's cache
@@ -594,6 +595,18 @@ void EmuSession::OnCode(core::Address pc, std::uint32_t size) {
     return;
   }
   auto it = info_.find(pc);
+  if (it != info_.end() && it->second.in_process && it->second.writable) {
+    // Self-modifying code: the stub must run the bytes memory holds now.
+    std::uint8_t now[16] = {};
+    const std::size_t n = it->second.bytes.size();
+    if (uc_mem_read(uc_, pc, now, n) != UC_ERR_OK ||
+        std::memcmp(now, it->second.bytes.data(), n) != 0) {
+      info_.erase(it);
+      native_.Forget(pc);
+      decoder_.Invalidate();
+      it = info_.end();
+    }
+  }
   if (it == info_.end()) {
     std::uint8_t bytes[16] = {};
     const std::size_t n = std::min<std::size_t>(size, 15);
@@ -626,6 +639,8 @@ void EmuSession::OnCode(core::Address pc, std::uint32_t size) {
           !info.rep && !info.simd_flags && UndefinedFlags(insn->id) && NativeInsn::Suitable(*insn);
       if (info.in_process) {
         info.bytes.assign(bytes, bytes + n);
+        const Mapping* m = space_.Find(pc);
+        info.writable = !m || m->write;
       }
       cs_free(insn, 1);
     }

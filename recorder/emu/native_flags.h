@@ -34,6 +34,8 @@ class NativeInsn {
   // regs: rax rbx rcx rdx rsi rdi rbp rsp r8..r15 rflags (17 values, in
   // and out; rsp is not touched). False when no stub space is left.
   bool Run(std::uint64_t pc, std::span<const std::uint8_t> bytes, std::uint64_t* regs);
+  // Drops the stub for pc (its bytes changed).
+  void Forget(std::uint64_t pc) { stubs_.erase(pc); }
 
  private:
   std::uint8_t* page_ = nullptr;
