@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -281,6 +282,14 @@ TEST_P(EngineCrossCheck, EmuTraceEqualsPtraceTrace) {
     ASSERT_EQ(*pm, *em) << "one trace ends at position " << k;
     if (!*pm) break;
     ASSERT_EQ(static_cast<int>(pe.kind), static_cast<int>(ee.kind)) << "event kind at " << k;
+    // The same registers written by each event (both engines record the
+    // registers an instruction changed, nothing else).
+    std::vector<core::RegisterId> pregs, eregs;
+    for (const core::RegisterWrite& w : pe.registers) pregs.push_back(w.reg);
+    for (const core::RegisterWrite& w : ee.registers) eregs.push_back(w.reg);
+    std::sort(pregs.begin(), pregs.end());
+    std::sort(eregs.begin(), eregs.end());
+    ASSERT_EQ(pregs, eregs) << "registers written by the event at position " << k;
     p.Apply(pe);
     e.Apply(ee);
     ++k;

@@ -658,6 +658,7 @@ void EmuSession::OnCode(core::Address pc, std::uint32_t size) {
     std::memcpy(v, gpr_, sizeof v);
     if (native_.Run(pc, d->bytes, v)) {
       ++in_process_steps_;
+      changes_.clear();
       FinishNative(pc, static_cast<std::uint8_t>(size), v, pc + size);
       return;
     }
@@ -777,8 +778,6 @@ core::Status EmuSession::NativeStep(core::Address pc, std::uint8_t size, bool si
 
 void EmuSession::FinishNative(core::Address pc, std::uint8_t size, const std::uint64_t* v,
                               core::Address rip) {
-  const std::size_t fp_changes = changes_.size();
-  if (fp_changes == 0) changes_.clear();
   {
     user_regs_struct r = tracee_regs_;
     r.rax = v[0], r.rbx = v[1], r.rcx = v[2], r.rdx = v[3], r.rsi = v[4], r.rdi = v[5];
