@@ -2,9 +2,9 @@
 // -O0/-O2 x static/PIE) with the ptrace engine (the ground truth) and the
 // emulation engine, both with --cpuid portable, and replays both UCIR
 // traces side by side through the usercorn reader: at every position the
-// same event kind, every GPR, rip, eflags, the selectors and fs/gs base
-// equal, and the bytes each instruction wrote (in either trace) equal in
-// both; x87 control/status/tag, mxcsr and xmm0-15 every 16 positions and
+// same event kind, the same registers written, every GPR, rip, eflags, the
+// selectors and fs/gs base equal, and the bytes each instruction wrote (in
+// either trace) equal in both; x87 control/status/tag, mxcsr and xmm0-15 every 16 positions and
 // at every system call; all memory either trace knows every 50000
 // positions and at the end; the same number of instructions.
 //
