@@ -1,12 +1,17 @@
-// record_bench: `backstep record`'s rate next to a bare PTRACE_SINGLESTEP
-// loop over the same program, in the same run, and the bytes it writes per
-// instruction.
+// record_bench: `backstep record`'s rate per engine (ptrace, emu), next to
+// a bare PTRACE_SINGLESTEP loop over the same program, in the same run, and
+// the bytes each engine writes per instruction.
 //
-//   record_bench [PROGRAM...]   (default: the recorder's test programs)
+//   record_bench [--ptrace-max N] [PROGRAM...]
+//       (default: record_compute, record_syscalls and two test programs)
 //
-// Per program: bare stepping (fork, exec, single-step to exit, nothing
-// else), recording into a sink that drops everything (the recorder's own
-// cost), and recording into a UCIR file (plus the writer's cost).
+// Per program: bare stepping (fork, exec, single-step, nothing else), then
+// per engine (both with --cpuid portable) recording into a sink that drops
+// everything (the engine's own cost) and into a UCIR file (plus the
+// writer's cost). The ptrace engine and bare stepping stop after
+// --ptrace-max instructions (default 300000: ~6 s at ptrace rates); the
+// emu engine records the whole program. "x ptrace" is the emu engine's UCIR
+// rate over the ptrace engine's.
 #include <fcntl.h>
 #include <sys/personality.h>
 #include <sys/ptrace.h>
@@ -16,9 +21,12 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "recorder/emu/emu_recorder.h"
 #include "recorder/recorder.h"
 #include "recorder/usercorn_sink.h"
 
@@ -32,7 +40,7 @@ double Seconds(Clock::time_point since) {
 }
 
 // Bare single-stepping: the floor any ptrace recorder sits on.
-std::uint64_t BareSteps(const std::string& path, double* secs) {
+std::uint64_t BareSteps(const std::string& path, std::uint64_t max, double* secs) {
   const auto start = Clock::now();
   const pid_t pid = fork();
   if (pid == 0) {
@@ -46,11 +54,15 @@ std::uint64_t BareSteps(const std::string& path, double* secs) {
   int status = 0;
   waitpid(pid, &status, 0);
   std::uint64_t steps = 0;
-  while (true) {
+  while (steps < max) {
     ptrace(PTRACE_SINGLESTEP, pid, nullptr, 0);
     waitpid(pid, &status, 0);
     if (WIFEXITED(status) || WIFSIGNALED(status)) break;
     ++steps;
+  }
+  if (steps == max) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
   }
   *secs = Seconds(start);
   return steps;
@@ -63,52 +75,89 @@ struct NullSink : RecordingSink {
   backstep::core::Status Finish(bool) override { return {}; }
 };
 
-bool Record(const std::string& path, RecordingSink& sink, std::uint64_t* insns, double* secs) {
+bool Record(bool emu, const std::string& path, std::uint64_t max, RecordingSink& sink,
+            std::uint64_t* insns, double* secs) {
   backstep::record::RecordOptions options;
   options.spawn.argv = {path};
   options.spawn.stdout_fd = open("/dev/null", O_WRONLY);
   options.check_interval = 0;
+  options.portable_cpuid = true;
+  if (!emu) options.max_instructions = max;
   const auto start = Clock::now();
-  auto r = backstep::record::Record(options, sink);
+  auto r = emu ? backstep::record::RecordEmulated(options, sink)
+               : backstep::record::Record(options, sink);
   *secs = Seconds(start);
   close(options.spawn.stdout_fd);
   if (!r.ok()) {
-    std::fprintf(stderr, "%s: %s\n", path.c_str(), r.status().message().c_str());
+    std::fprintf(stderr, "%s (%s): %s\n", path.c_str(), emu ? "emu" : "ptrace",
+                 r.status().message().c_str());
     return false;
   }
   *insns = r->instructions;
   return true;
 }
 
+struct Row {
+  std::uint64_t insns = 0;
+  double null_rate = 0, file_rate = 0, bytes_per_insn = 0;
+};
+
+bool Measure(bool emu, const std::string& path, std::uint64_t max, Row* row) {
+  double null_secs = 0, file_secs = 0;
+  std::uint64_t null_insns = 0;
+  NullSink null_sink;
+  if (!Record(emu, path, max, null_sink, &null_insns, &null_secs)) return false;
+  const std::string out = "/tmp/record_bench_" + std::to_string(getpid()) + ".ucir";
+  auto sink = backstep::record::UsercornSink::Create(out);
+  if (!sink.ok() || !Record(emu, path, max, **sink, &row->insns, &file_secs)) return false;
+  struct stat st {};
+  stat(out.c_str(), &st);
+  unlink(out.c_str());
+  row->null_rate = null_insns / null_secs;
+  row->file_rate = row->insns / file_secs;
+  row->bytes_per_insn = static_cast<double>(st.st_size) / row->insns;
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> programs(argv + 1, argv + argc);
-  if (programs.empty()) {
-    for (const char* p : {"loop_O2_static", "strings_O2_pie", "syscalls_O2_pie"}) {
-      programs.push_back(std::string(BACKSTEP_RECORD_PROGRAMS) + "/" + p);
+  std::uint64_t max = 300000;
+  std::vector<std::string> programs;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--ptrace-max") == 0 && i + 1 < argc) {
+      max = std::strtoull(argv[++i], nullptr, 0);
+    } else {
+      programs.push_back(argv[i]);
     }
   }
-  std::printf("%-22s %10s %12s %14s %14s %9s %10s\n", "program", "insns", "bare step/s",
-              "record(null)/s", "record(ucir)/s", "overhead", "bytes/insn");
-  for (const std::string& path : programs) {
-    double bare_secs = 0, null_secs = 0, file_secs = 0;
-    const std::uint64_t steps = BareSteps(path, &bare_secs);
-    std::uint64_t null_insns = 0, file_insns = 0;
-    NullSink null_sink;
-    if (!Record(path, null_sink, &null_insns, &null_secs)) return 1;
-    const std::string out = "/tmp/record_bench_" + std::to_string(getpid()) + ".ucir";
-    auto sink = backstep::record::UsercornSink::Create(out);
-    if (!sink.ok() || !Record(path, **sink, &file_insns, &file_secs)) return 1;
-    struct stat st {};
-    stat(out.c_str(), &st);
-    unlink(out.c_str());
-    const double bare_rate = steps / bare_secs, file_rate = file_insns / file_secs;
-    const std::string name = path.substr(path.rfind('/') + 1);
-    std::printf("%-22s %10llu %12.0f %14.0f %14.0f %8.0f%% %10.1f\n", name.c_str(),
-                static_cast<unsigned long long>(file_insns), bare_rate, null_insns / null_secs,
-                file_rate, 100.0 * (bare_rate / file_rate - 1),
-                static_cast<double>(st.st_size) / file_insns);
+  if (programs.empty()) {
+    for (const char* p : {"record_compute", "record_syscalls", "loop_O2_static", "strings_O2_pie"})
+      programs.push_back(std::string(BACKSTEP_RECORD_PROGRAMS) + "/" + p);
   }
+  const bool emu = backstep::record::EmulatorAvailable();
+  double load[3] = {};
+  if (getloadavg(load, 3) == 3)
+    std::printf("load average at start: %.2f %.2f %.2f\n", load[0], load[1], load[2]);
+  std::printf("%-18s %-7s %10s %12s %14s %14s %10s %9s\n", "program", "engine", "insns",
+              "bare step/s", "record(null)/s", "record(ucir)/s", "bytes/insn", "x ptrace");
+  for (const std::string& path : programs) {
+    const std::string name = path.substr(path.rfind('/') + 1);
+    double bare_secs = 0;
+    const std::uint64_t steps = BareSteps(path, max, &bare_secs);
+    Row p, e;
+    if (!Measure(false, path, max, &p)) return 1;
+    std::printf("%-18s %-7s %10llu %12.0f %14.0f %14.0f %10.1f %9s\n", name.c_str(), "ptrace",
+                static_cast<unsigned long long>(p.insns), steps / bare_secs, p.null_rate,
+                p.file_rate, p.bytes_per_insn, "1.0");
+    if (!emu) continue;
+    if (!Measure(true, path, max, &e)) return 1;
+    std::printf("%-18s %-7s %10llu %12s %14.0f %14.0f %10.1f %9.1f\n", name.c_str(), "emu",
+                static_cast<unsigned long long>(e.insns), "", e.null_rate, e.file_rate,
+                e.bytes_per_insn, e.file_rate / p.file_rate);
+    std::fflush(stdout);
+  }
+  if (getloadavg(load, 3) == 3)
+    std::printf("load average at end: %.2f %.2f %.2f\n", load[0], load[1], load[2]);
   return 0;
 }

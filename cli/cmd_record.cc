@@ -1,4 +1,5 @@
-// backstep record [-o FILE] [--max-insns N] [--no-reads] [--follow parent|child] -- PROG [ARGS]
+// backstep record [-o FILE] [--max-insns N] [--no-reads] [--follow parent|child]
+//                 [--engine ptrace|emu] [--cpuid native|portable] -- PROG [ARGS]
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "cli/cli.h"
+#include "recorder/emu/emu_recorder.h"
 #include "recorder/recorder.h"
 #include "recorder/usercorn_sink.h"
 
@@ -33,6 +35,8 @@ int RunRecord(Args& args) {
   std::optional<std::string> follow = args.TakeOption("follow");
   const bool reads = args.TakeFlag("reads");
   if (no_reads && reads) return Usage("record: --reads and --no-reads contradict each other");
+  const std::string engine = args.TakeOption("engine").value_or("ptrace");
+  std::optional<std::string> cpuid = args.TakeOption("cpuid");
   // `-o FILE` (one dash) is not an Args option: take it from the positionals.
   std::vector<std::string> rest = args.Positionals();
   if (!output && rest.size() == 2 && rest[0] == "-o") {
@@ -45,12 +49,21 @@ int RunRecord(Args& args) {
   if (!rest.empty())
     return Usage("record: unexpected '" + rest[0] + "' (put the program after --)");
   if (command.empty()) return Usage("record: no program (usage: record [-o FILE] -- PROG [ARGS])");
+  if (engine != "ptrace" && engine != "emu") return Usage("record: --engine is ptrace or emu");
+  if (cpuid && *cpuid != "native" && *cpuid != "portable")
+    return Usage("record: --cpuid is native or portable");
+  if (engine == "emu" && cpuid == "native")
+    return Usage("record: --engine emu shows the program the portable CPUID only");
+  if (engine == "emu" && reads)
+    return Usage("record: --engine emu does not record reads yet (the ptrace engine does)");
   record::RecordOptions options;
   options.spawn.argv = command;
-  options.reads = !no_reads;
+  // The emu engine records no reads: its trace must not declare them.
+  options.reads = !no_reads && engine != "emu";
   if (follow && *follow != "parent" && *follow != "child")
     return Usage("record: --follow wants parent or child");
   if (follow && *follow == "child") options.follow = record::RecordOptions::Follow::kChild;
+  options.portable_cpuid = engine == "emu" || cpuid == "portable";
   if (max) {
     options.max_instructions = ParseNumber(*max);
     if (!options.max_instructions) return Usage("record: --max-insns wants a number");
@@ -72,7 +85,8 @@ int RunRecord(Args& args) {
   core::Expected<std::unique_ptr<record::UsercornSink>> sink =
       record::UsercornSink::Create(path, options.reads);
   if (!sink.ok()) return Fail(sink.status());
-  core::Expected<record::RecordResult> result = record::Record(options, **sink);
+  core::Expected<record::RecordResult> result =
+      engine == "emu" ? record::RecordEmulated(options, **sink) : record::Record(options, **sink);
   if (tty) std::fputs("\r\033[K", stderr);
   if (!result.ok()) {
     Fail(result.status());

@@ -37,6 +37,8 @@ Commands:
                                   into a usercorn trace (default FILE: PROG.ucir);
                                   its memory reads too unless --no-reads; after fork,
                                   the parent (default) or the child
+                                  --engine emu: emulated, ~30x faster (Unicorn);
+                                  --cpuid portable: the CPUID both engines show
   help                            this text
 
 Common options:

@@ -14,6 +14,7 @@
 
 #include "recorder/address_space.h"
 #include "recorder/cpu_state.h"
+#include "recorder/cpuid.h"
 #include "recorder/insn_decoder.h"
 #include "recorder/syscall_effects.h"
 
@@ -190,6 +191,9 @@ class Session {
 };
 
 core::Status Session::Start() {
+  if (options_.portable_cpuid) {
+    if (core::Status s = EnableCpuidFaulting(tracee_); !s.ok()) return s;
+  }
   if (core::Status s = tracee_.GetRegs(&regs_); !s.ok()) return s;
   if (core::Status s = tracee_.GetXState(&xstate_); !s.ok()) return s;
   slots_.resize(layout_.count());
@@ -726,6 +730,12 @@ core::Status Session::Check(bool fp_fetched) {
 
 core::Status Session::OnSignal(core::Address pc, const Decoded& d, int sig, bool* done) {
   if (sig == SIGSEGV && (d.rdtsc || d.rdtscp)) return EmulateRdtsc(pc, d);
+  if (sig == SIGSEGV && options_.portable_cpuid && IsCpuidAt(tracee_, pc)) {
+    user_regs_struct after = regs_;  // CPUID faulting: answer from the portable table
+    AnswerCpuid(&after);
+    if (core::Status s = tracee_.SetRegs(after); !s.ok()) return s;
+    return OnStepped(pc, d);
+  }
   if (sig == SIGINT) {
     // Ctrl-C reaches the whole foreground process group: stop cleanly.
     result_.end = RecordResult::End::kInterrupted;

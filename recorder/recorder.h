@@ -79,6 +79,9 @@ struct RecordOptions {
   // Give the reads' contents (read from the tracee and the trace's view of
   // writable memory: one more memory read per instruction); else zeros.
   bool read_values = false;
+  // --cpuid portable: the program sees PortableCpuid() (cpuid.h) through
+  // CPUID faulting instead of the host's CPUID.
+  bool portable_cpuid = false;
 };
 
 struct RecordResult {

@@ -1,0 +1,48 @@
+// Portable CPUID: one deterministic CPUID table that both recording engines
+// show the program, so that the ptrace engine (on the real CPU) and the
+// emulation engine (Unicorn's TCG, which has no AVX) see the same CPU and
+// glibc picks the same code paths in both.
+//
+// The table is the host's CPUID with the features the emulator cannot run
+// or that make a recording depend on where it ran masked out: AVX, AVX2,
+// AVX-512, FMA, F16C, XSAVE/OSXSAVE (so glibc never uses xgetbv or xsave),
+// BMI, RDRAND/RDSEED, TSX, leaf 7 entirely; the APIC ids read 0. Cache
+// and topology leaves (2, 4, 0xb, 0x80000005/6) and the brand string stay
+// the host's: glibc sizes its copy thresholds from them.
+//
+// In the ptrace engine, CPUID faulting (arch_prctl(ARCH_SET_CPUID, 0), the
+// "cpuid_fault" CPU flag; execve resets it) makes every cpuid of the tracee
+// raise SIGSEGV, which the engine answers from this table.
+//
+// Thread-safety: PortableCpuid() is pure (reads the host's cpuid).
+#pragma once
+
+#include <sys/user.h>
+
+#include <cstdint>
+
+#include "backstep/core/status.h"
+#include "recorder/tracee.h"
+
+namespace backstep::record {
+
+struct CpuidResult {
+  std::uint32_t eax = 0, ebx = 0, ecx = 0, edx = 0;
+};
+
+// The portable table's answer for (leaf, subleaf).
+CpuidResult PortableCpuid(std::uint32_t leaf, std::uint32_t subleaf);
+
+// Turns on CPUID faulting in a tracee stopped after exec, by making it run
+// arch_prctl(ARCH_SET_CPUID, 0) (a `syscall` written over the instruction at
+// rip, then the bytes and registers restored). Unsupported when the CPU or
+// the kernel cannot fault CPUID.
+core::Status EnableCpuidFaulting(Tracee& tracee);
+
+// Whether the tracee's instruction at `pc` is cpuid (0f a2).
+bool IsCpuidAt(const Tracee& tracee, std::uint64_t pc);
+
+// Executes cpuid on `regs` (eax, ecx in; eax..edx out, rip past it).
+void AnswerCpuid(user_regs_struct* regs);
+
+}  // namespace backstep::record

@@ -1,0 +1,55 @@
+// PortableCpuid (cpuid.h): the table both engines show hides what the
+// emulator cannot run (AVX and everything that needs XSAVE state) and what
+// varies between CPUs of one machine (APIC ids), and keeps the x86-64
+// baseline glibc's ld.so checks before it runs anything.
+#include "recorder/cpuid.h"
+
+#include <cpuid.h>
+#include <gtest/gtest.h>
+
+namespace backstep::record {
+namespace {
+
+constexpr std::uint32_t Bit(int n) { return std::uint32_t{1} << n; }
+
+TEST(PortableCpuid, KeepsTheX86_64Baseline) {
+  // ld.so refuses a CPU below x86-64 v1: "CPU ISA level is lower than required".
+  const CpuidResult one = PortableCpuid(1, 0);
+  for (int bit : {0, 8, 15, 23, 24, 25, 26})  // FPU CX8 CMOV MMX FXSR SSE SSE2
+    EXPECT_TRUE(one.edx & Bit(bit)) << "leaf 1 edx bit " << bit;
+  const CpuidResult ext = PortableCpuid(0x80000001, 0);
+  EXPECT_TRUE(ext.edx & Bit(29)) << "long mode";
+  EXPECT_TRUE(ext.edx & Bit(11)) << "syscall";
+}
+
+TEST(PortableCpuid, HidesAvxXsaveAndApicIds) {
+  const CpuidResult one = PortableCpuid(1, 0);
+  for (int bit : {12, 26, 27, 28, 29, 30})  // FMA XSAVE OSXSAVE AVX F16C RDRAND
+    EXPECT_FALSE(one.ecx & Bit(bit)) << "leaf 1 ecx bit " << bit;
+  EXPECT_EQ(one.ebx >> 24, 0u) << "initial APIC id";
+  for (std::uint32_t sub : {0u, 1u}) {
+    const CpuidResult seven = PortableCpuid(7, sub);  // AVX2, AVX-512, BMI, ERMS...
+    EXPECT_EQ(seven.eax | seven.ebx | seven.ecx | seven.edx, 0u);
+  }
+  const CpuidResult xsave = PortableCpuid(0xd, 0);
+  EXPECT_EQ(xsave.eax | xsave.ebx | xsave.ecx | xsave.edx, 0u);
+  EXPECT_LE(PortableCpuid(0, 0).eax, 0xdu);
+  EXPECT_EQ(PortableCpuid(0xb, 0).edx, 0u) << "x2APIC id";
+}
+
+TEST(PortableCpuid, IsTheHostsVendorAndASubsetOfItsFeatures) {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  __cpuid_count(0, 0, a, b, c, d);
+  const CpuidResult zero = PortableCpuid(0, 0);
+  EXPECT_EQ(zero.ebx, b);
+  EXPECT_EQ(zero.ecx, c);
+  EXPECT_EQ(zero.edx, d);
+  __cpuid_count(1, 0, a, b, c, d);
+  const CpuidResult one = PortableCpuid(1, 0);
+  EXPECT_EQ(one.ecx & ~c, 0u);
+  EXPECT_EQ(one.edx & ~d, 0u);
+  EXPECT_EQ(one.eax, a);  // family, model, stepping
+}
+
+}  // namespace
+}  // namespace backstep::record

@@ -1,0 +1,326 @@
+// Engine cross-check: records every test program (tests/programs/*.c,
+// -O0/-O2 x static/PIE) with the ptrace engine (the ground truth) and the
+// emulation engine, both with --cpuid portable, and replays both UCIR
+// traces side by side through the usercorn reader: at every position the
+// same event kind, the same registers written, every GPR, rip, eflags, the
+// selectors and fs/gs base equal, and the bytes each instruction wrote (in
+// either trace) equal in both; x87 control/status/tag, mxcsr and xmm0-15 every 16 positions and
+// at every system call; all memory either trace knows every 50000
+// positions and at the end; the same number of instructions.
+//
+// Nondeterministic inputs: AT_RANDOM's bytes (stack canary, pointer guard)
+// getrandom's (malloc's tcache key) and rdtsc's (ld.so's start time): the
+// emulated run gets the ptrace run's (EmuOptions); process
+// and thread ids: both programs run as pid 1 of a new PID namespace. The ptrace engine's rdtsc is
+// the host's, the emulator's a counter: the programs do not execute it.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "backstep/core/byte_source.h"
+#include "backstep/core/format_registry.h"
+#include "recorder/emu/emu_recorder.h"
+#include "recorder/recorder.h"
+#include "recorder/usercorn_sink.h"
+
+namespace backstep::record {
+namespace {
+
+constexpr std::uint64_t kPageSize = 4096;
+
+// A trace's state: registers plus a sparse memory of known bytes.
+struct Replay {
+  explicit Replay(const core::TraceReader& reader) : regs(core::X86_64()) {
+    regs = reader.InitialRegisters().at(0).second;
+    for (const core::MemoryRegion& r : reader.header().regions) {
+      for (core::Address a = r.start; a < r.start + r.size; a += kPageSize) {
+        Page& p = pages[a / kPageSize];
+        reader.ReadInitialMemory(a, p.data, p.known);
+      }
+    }
+  }
+  struct Page {
+    std::uint8_t data[kPageSize] = {};
+    std::uint8_t known[kPageSize] = {};
+  };
+  void Apply(const core::Event& e) {
+    for (const core::RegisterWrite& w : e.registers) regs.Apply(w);
+    for (const core::MemoryAccess& w : e.writes) {
+      for (std::size_t i = 0; i < w.data.size(); ++i) Set(w.address + i, w.data[i]);
+    }
+  }
+  void Set(core::Address a, std::uint8_t b) {
+    Page& p = pages[a / kPageSize];
+    p.data[a % kPageSize] = b;
+    p.known[a % kPageSize] = 1;
+  }
+  // Byte at `a`; unknown bytes read as 0 (a fresh mapping's untouched bytes).
+  int Byte(core::Address a) const {
+    auto it = pages.find(a / kPageSize);
+    if (it == pages.end() || !it->second.known[a % kPageSize]) return 0;
+    return it->second.data[a % kPageSize];
+  }
+  core::RegisterFile regs;
+  std::map<core::Address, Page> pages;
+};
+
+std::string Program(const std::string& name) {
+  return std::string(BACKSTEP_RECORD_PROGRAMS) + "/" + name;
+}
+
+struct Recording {
+  std::string path;
+  RecordResult result;
+};
+
+// The bytes each getrandom call of a trace returned.
+std::vector<std::vector<std::uint8_t>> GetrandomResults(const std::string& trace) {
+  std::vector<std::vector<std::uint8_t>> out;
+  auto source = core::MapFile(trace);
+  if (!source.ok()) return out;
+  auto reader = core::OpenTraceSource(*source);
+  if (!reader.ok()) return out;
+  core::Event e;
+  while (true) {
+    core::Expected<bool> more = (*reader)->Next(&e);
+    if (!more.ok() || !*more) break;
+    if (e.description.rfind("syscall 318(", 0) != 0) continue;
+    std::vector<std::uint8_t>& bytes = out.emplace_back();
+    for (const core::MemoryAccess& w : e.writes)
+      bytes.insert(bytes.end(), w.data.begin(), w.data.end());
+  }
+  return out;
+}
+
+// What each rdtsc of a trace returned (edx:eax after it).
+std::vector<std::uint64_t> RdtscResults(const std::string& trace) {
+  std::vector<std::uint64_t> out;
+  auto source = core::MapFile(trace);
+  if (!source.ok()) return out;
+  auto reader = core::OpenTraceSource(*source);
+  if (!reader.ok()) return out;
+  Replay r(**reader);
+  const core::ArchDescription& arch = core::X86_64();
+  const core::RegisterId rip = *arch.Find("rip"), rax = *arch.Find("rax"), rdx = *arch.Find("rdx");
+  core::Event e;
+  while (true) {
+    core::Expected<bool> more = (*reader)->Next(&e);
+    if (!more.ok() || !*more) break;
+    const core::Address pc = r.regs.u64(rip);
+    const bool rdtsc = r.Byte(pc) == 0x0f && (r.Byte(pc + 1) == 0x31 ||
+                                              (r.Byte(pc + 1) == 0x01 && r.Byte(pc + 2) == 0xf9));
+    r.Apply(e);
+    if (rdtsc) out.push_back((r.regs.u64(rdx) << 32) | (r.regs.u64(rax) & 0xffffffff));
+  }
+  return out;
+}
+
+// AT_RANDOM's 16 bytes in a trace's initial stack (argc, argv, envp, auxv).
+std::vector<std::uint8_t> AtRandom(const std::string& trace) {
+  auto source = core::MapFile(trace);
+  if (!source.ok()) return {};
+  auto reader = core::OpenTraceSource(*source);
+  if (!reader.ok()) return {};
+  const Replay r(**reader);
+  auto word = [&](core::Address a) {
+    std::uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= std::uint64_t(r.Byte(a + i)) << (8 * i);
+    return v;
+  };
+  core::Address at = r.regs.u64(*core::X86_64().Find("rsp"));
+  at += 8 * (word(at) + 2);
+  while (word(at) != 0) at += 8;
+  for (at += 8; word(at) != 0; at += 16) {
+    if (word(at) != 25) continue;  // AT_RANDOM
+    std::vector<std::uint8_t> bytes(16);
+    for (int i = 0; i < 16; ++i) bytes[i] = static_cast<std::uint8_t>(r.Byte(word(at + 8) + i));
+    return bytes;
+  }
+  return {};
+}
+
+// Records in a child process whose children live in a new PID namespace,
+// so that the program is pid 1 in both runs (getpid, set_tid_address and
+// the tid glibc stores in the TCB are the same): the trace file, then a
+// RecordResult or an error message through a pipe.
+void RecordWith(bool emu, const std::string& program, Recording* out, EmuOptions emu_options = {}) {
+  out->path = ::testing::TempDir() + "/" + program + (emu ? ".emu" : ".ptrace") + ".ucir";
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t worker = fork();
+  ASSERT_GE(worker, 0);
+  if (worker == 0) {
+    close(fds[0]);
+    auto report = [&](const std::string& error, const RecordResult& r) {
+      const std::uint32_t n = static_cast<std::uint32_t>(error.size());
+      [[maybe_unused]] ssize_t w = write(fds[1], &r, sizeof r);
+      w = write(fds[1], &n, sizeof n);
+      w = write(fds[1], error.data(), n);
+      _exit(0);
+    };
+    if (unshare(CLONE_NEWPID) != 0)
+      report(std::string("unshare(CLONE_NEWPID): ") + strerror(errno), {});
+    auto sink = UsercornSink::Create(out->path);
+    if (!sink.ok()) report(sink.status().message(), {});
+    RecordOptions options;
+    options.spawn.argv = {Program(program)};
+    options.spawn.stdout_fd = open("/dev/null", O_WRONLY);
+    options.portable_cpuid = true;
+    options.check_interval = 0;
+    core::Expected<RecordResult> r =
+        emu ? RecordEmulated(options, **sink, emu_options) : Record(options, **sink);
+    if (!r.ok()) report(std::string(emu ? "emu: " : "ptrace: ") + r.status().message(), {});
+    report("", *r);
+  }
+  close(fds[1]);
+  RecordResult result;
+  std::uint32_t n = 0;
+  const bool got = read(fds[0], &result, sizeof result) == sizeof result &&
+                   read(fds[0], &n, sizeof n) == sizeof n;
+  std::string error(got ? n : 0, '\0');
+  if (got && n > 0) {
+    ASSERT_EQ(read(fds[0], error.data(), n), static_cast<ssize_t>(n));
+  }
+  close(fds[0]);
+  int status = 0;
+  waitpid(worker, &status, 0);
+  ASSERT_TRUE(got) << "the recording process died (status " << status << ")";
+  ASSERT_TRUE(error.empty()) << error;
+  EXPECT_EQ(result.end, RecordResult::End::kExited);
+  EXPECT_EQ(result.missed_bytes, 0u);
+  out->result = result;
+}
+
+const char* const kGprs[] = {"rax", "rbx",    "rcx", "rdx", "rsi",     "rdi",    "rbp", "rsp",
+                             "r8",  "r9",     "r10", "r11", "r12",     "r13",    "r14", "r15",
+                             "rip", "eflags", "cs",  "ss",  "fs_base", "gs_base"};
+
+void CompareRegisters(const Replay& p, const Replay& e, std::uint64_t k, bool fp) {
+  const core::ArchDescription& arch = core::X86_64();
+  auto compare = [&](const std::string& name) {
+    const core::RegisterId id = *arch.Find(name);
+    ASSERT_EQ(p.regs.known(id), e.regs.known(id)) << name << " known at position " << k;
+    if (!p.regs.known(id)) return;
+    const auto a = p.regs.bytes(id), b = e.regs.bytes(id);
+    ASSERT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end()))
+        << name << " at position " << k << ": ptrace 0x" << std::hex << p.regs.u64(id) << ", emu 0x"
+        << e.regs.u64(id) << " (rip 0x" << p.regs.u64(*arch.Find("rip")) << ")";
+  };
+  for (const char* name : kGprs) compare(name);
+  if (!fp) return;
+  for (const char* name : {"fctrl", "fstat", "ftag", "mxcsr"}) compare(name);
+  for (int i = 0; i < 8; ++i) compare("fpr" + std::to_string(i));
+  for (int i = 0; i < 16; ++i) compare("xmm" + std::to_string(i));
+}
+
+void CompareBytes(const Replay& p, const Replay& e, core::Address a, std::size_t n,
+                  std::uint64_t k) {
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(p.Byte(a + i), e.Byte(a + i))
+        << "memory at 0x" << std::hex << a + i << std::dec << " at position " << k;
+  }
+}
+
+void CompareAllMemory(const Replay& p, const Replay& e, std::uint64_t k) {
+  for (const Replay* r : {&p, &e}) {
+    for (const auto& [page, contents] : r->pages) {
+      CompareBytes(p, e, page * kPageSize, kPageSize, k);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
+class EngineCrossCheck : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EngineCrossCheck, EmuTraceEqualsPtraceTrace) {
+  Recording ptrace_rec, emu_rec;
+  RecordWith(false, GetParam(), &ptrace_rec);
+  if (HasFatalFailure()) return;
+  // The one input that differs between two runs and reaches the programs'
+  // state (stack canary, pointer guard): the emulated run gets the ptrace run's.
+  // The same for getrandom's bytes (malloc's tcache key).
+  EmuOptions inputs;
+  inputs.at_random = AtRandom(ptrace_rec.path);
+  ASSERT_EQ(inputs.at_random.size(), 16u);
+  inputs.getrandom = GetrandomResults(ptrace_rec.path);
+  inputs.rdtsc = RdtscResults(ptrace_rec.path);
+  RecordWith(true, GetParam(), &emu_rec, inputs);
+  if (HasFatalFailure()) return;
+  // The programs ran to their end (127: ld.so refused the CPU the table describes).
+  EXPECT_NE(ptrace_rec.result.exit_code, 127);
+  EXPECT_EQ(emu_rec.result.exit_code, ptrace_rec.result.exit_code);
+  EXPECT_EQ(emu_rec.result.instructions, ptrace_rec.result.instructions);
+  EXPECT_EQ(emu_rec.result.syscalls, ptrace_rec.result.syscalls);
+
+  auto psrc = core::MapFile(ptrace_rec.path);
+  auto esrc = core::MapFile(emu_rec.path);
+  ASSERT_TRUE(psrc.ok() && esrc.ok());
+  auto preader = core::OpenTraceSource(*psrc);
+  auto ereader = core::OpenTraceSource(*esrc);
+  ASSERT_TRUE(preader.ok()) << preader.status().message();
+  ASSERT_TRUE(ereader.ok()) << ereader.status().message();
+  Replay p(**preader), e(**ereader);
+  CompareRegisters(p, e, 0, true);
+  if (HasFatalFailure()) return;
+  CompareAllMemory(p, e, 0);
+  if (HasFatalFailure()) return;
+
+  core::Event pe, ee;
+  std::uint64_t k = 0;
+  while (true) {
+    core::Expected<bool> pm = (*preader)->Next(&pe);
+    core::Expected<bool> em = (*ereader)->Next(&ee);
+    ASSERT_TRUE(pm.ok() && em.ok());
+    ASSERT_EQ(*pm, *em) << "one trace ends at position " << k;
+    if (!*pm) break;
+    ASSERT_EQ(static_cast<int>(pe.kind), static_cast<int>(ee.kind)) << "event kind at " << k;
+    // The same registers written by each event (both engines record the
+    // registers an instruction changed, nothing else).
+    std::vector<core::RegisterId> pregs, eregs;
+    for (const core::RegisterWrite& w : pe.registers) pregs.push_back(w.reg);
+    for (const core::RegisterWrite& w : ee.registers) eregs.push_back(w.reg);
+    std::sort(pregs.begin(), pregs.end());
+    std::sort(eregs.begin(), eregs.end());
+    ASSERT_EQ(pregs, eregs) << "registers written by the event at position " << k;
+    p.Apply(pe);
+    e.Apply(ee);
+    ++k;
+    const bool syscall = pe.kind == core::EventKind::kSyscall;
+    CompareRegisters(p, e, k, syscall || k % 16 == 0);
+    if (HasFatalFailure()) return;
+    for (const core::Event* ev : {&pe, &ee}) {
+      for (const core::MemoryAccess& w : ev->writes)
+        CompareBytes(p, e, w.address, w.data.size(), k);
+      if (HasFatalFailure()) return;
+    }
+    if (k % 50000 == 0) CompareAllMemory(p, e, k);
+    if (HasFatalFailure()) return;
+  }
+  CompareAllMemory(p, e, k);
+  std::remove(ptrace_rec.path.c_str());
+  std::remove(emu_rec.path.c_str());
+}
+
+std::vector<std::string> Programs() {
+  std::vector<std::string> out;
+  for (const char* p : {"loop", "strings", "syscalls", "scenario", "dataflow", "tracepoints"}) {
+    // Two of the four builds (recorder_test replays all four with the ptrace
+    // engine): together they cover -O0/-O2 and static/PIE.
+    for (const char* build : {"O0_pie", "O2_static"}) out.push_back(std::string(p) + "_" + build);
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Programs, EngineCrossCheck, ::testing::ValuesIn(Programs()),
+                         [](const auto& p) { return p.param; });
+
+}  // namespace
+}  // namespace backstep::record

@@ -1,0 +1,73 @@
+// The emulation engine of `backstep record --engine emu`: records a Linux
+// x86-64 program by running it in Unicorn (QEMU's TCG) with per-instruction
+// hooks, 20-50 times faster than single-stepping it with ptrace, into the
+// same RecordingSink (recording_sink.h) and so the same UCIR.
+//
+// No ELF loader: the program is started exactly as the ptrace engine starts
+// it (tracee.h: exec, stopped before its first instruction, ASLR off) and
+// its whole image and registers are copied into Unicorn, so the initial
+// stack, auxv and vdso are the kernel's. The stopped tracee then serves as
+// the kernel: at each `syscall` the pages the emulator dirtied since the
+// last one are written into it, its registers set to the emulator's, the
+// one instruction single-stepped there, and the kernel's side effects
+// (known output buffers, else a diff of writable memory; mapping changes
+// from /proc/PID/maps) copied back into Unicorn and sent to the sink as the
+// ptrace engine sends them.
+//
+// Per instruction: UC_HOOK_CODE gives pc and size; UC_HOOK_MEM_WRITE the
+// writes (address, size, value); the GPRs and flags are read in one batch
+// and diffed; x87/SSE state only after instructions that touch it (capstone,
+// insn_decoder.h) and at system calls.
+//
+// Where TCG and the CPU disagree, the CPU runs the instruction and the trace
+// takes its results, so that recordings equal the ptrace engine's:
+// undefined flags (mul, imul, shifts, bsf, bt...: native_flags.h in the
+// recorder for register-only forms, else a step of the tracee), SSE
+// arithmetic (MXCSR exception flags, which TCG does not set) and rep string
+// instructions (the CPU single-steps them in chunks of iterations, QEMU one
+// at a time) in the tracee, after the dirty pages are pushed into it.
+//
+// Determinism: CPUID answers from PortableCpuid() (cpuid.h: no AVX, which
+// TCG lacks), so recordings equal the ptrace engine's with --cpuid
+// portable; rdtsc/rdtscp return a counter (instructions retired * 16).
+// rseq fails with ENOSYS, as in the ptrace engine.
+//
+// Refused (Unsupported; the trace ends before the instruction, the sink is
+// finished): an instruction the emulator cannot execute, a memory fault (a
+// signal), int3/int n, clone/fork/vfork/execve, a signal, a read of the
+// [vvar] page (vdso clocks). The stack grows down as the kernel grows it
+// (GrowStack: the tracee touches the page, Unicorn maps it).
+//
+// Thread-safety: one recording per thread (ptrace is per-thread).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backstep/core/expected.h"
+#include "recorder/recorder.h"
+#include "recorder/recording_sink.h"
+
+namespace backstep::record {
+
+struct EmuOptions {
+  // 16 bytes to put at AT_RANDOM before the first instruction (tests: the
+  // same stack canary and pointer guard as another recording); empty: the
+  // kernel's.
+  std::vector<std::uint8_t> at_random;
+  // The bytes successive getrandom calls return (tests: the other
+  // recording's); beyond the list, the kernel's.
+  std::vector<std::vector<std::uint8_t>> getrandom;
+  // The values successive rdtsc/rdtscp return (edx:eax); beyond the list, the counter.
+  std::vector<std::uint64_t> rdtsc;
+};
+
+// False when backstep was built without Unicorn (libunicorn-dev).
+bool EmulatorAvailable();
+
+// Like Record() (recorder.h), with the emulation engine. options.portable_cpuid
+// is implied; check_interval is unused (the emulator sees every write).
+core::Expected<RecordResult> RecordEmulated(const RecordOptions& options, RecordingSink& sink,
+                                            const EmuOptions& emu = {});
+
+}  // namespace backstep::record
