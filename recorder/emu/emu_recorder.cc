@@ -568,7 +568,7 @@ void EmuSession::Retire() {
   }
   wide_.clear();
   BuildWrites();
-  sink_.OnInstruction({pending_pc_, pending_size_, changes_, writes_});
+  sink_.OnInstruction({pending_pc_, pending_size_, changes_, writes_, {}});
   ++result_.instructions;
   data_.clear();
   spans_.clear();
@@ -794,7 +794,7 @@ void EmuSession::FinishNative(core::Address pc, std::uint8_t size, const std::ui
     std::memcpy(slots_[i].value, &v[i], 8);
   }
   BuildWrites();
-  sink_.OnInstruction({pc, size, changes_, writes_});
+  sink_.OnInstruction({pc, size, changes_, writes_, {}});
   ++result_.instructions;
   data_.clear();
   spans_.clear();
@@ -901,7 +901,7 @@ core::Status EmuSession::ProxySyscall() {
         break;
       case Stop::kExited:
       case Stop::kKilled: {
-        sink_.OnInstruction({pc, size, {}, {}});
+        sink_.OnInstruction({pc, size, {}, {}, {}});
         sys.result = 0;
         sink_.OnSyscall(sys);
         ++result_.instructions;
@@ -1011,7 +1011,7 @@ core::Status EmuSession::ProxySyscall() {
   slots_.swap(fp_slots_);
 
   BuildWrites();
-  sink_.OnInstruction({pc, size, {}, {}});
+  sink_.OnInstruction({pc, size, {}, {}, {}});
   sys.writes = writes_;
   sys.registers = changes_;
   sys.unmapped = maps.unmapped;

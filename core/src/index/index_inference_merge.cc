@@ -95,7 +95,7 @@ Status InferenceMerge::RewriteList(std::span<const std::uint8_t> body, std::uint
   }
   if (changed) {
     sink.Pad8();
-    segment->lists[kInferredList] = out.Flush(sink);
+    segment->lists[kInferredList] = out.Flush(sink, false);
   }
   return sink.status();
 }

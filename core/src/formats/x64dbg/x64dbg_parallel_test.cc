@@ -194,7 +194,9 @@ TEST_P(X64dbgParallel, EveryQueryMatchesSinglePassAndNaiveReplay) {
       if (parts != 3 && p % 7 != 0 && !near_seams.count(p)) continue;
       const bool with_single = p % 5 == 0;
       ++checked;
-      if (with_single) ASSERT_TRUE((*cs)->Seek(Position(p)).ok());
+      if (with_single) {
+        ASSERT_TRUE((*cs)->Seek(Position(p)).ok());
+      }
       ASSERT_TRUE((*cp)->Seek(Position(p)).ok());
       oracle.Seek(p);
       for (const Region& r : kRegions) {
