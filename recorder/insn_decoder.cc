@@ -220,6 +220,23 @@ bool StoresFirstOperand(const char* mnemonic, std::uint8_t access) {
   return false;
 }
 
+// A memory operand's address parts and size; rip-relative operands become
+// absolute (`next_pc`: the address after the instruction).
+Decoded::MemOperand MemOperandOf(const cs_x86_op& op, core::Address next_pc, std::uint32_t size) {
+  Decoded::MemOperand m;
+  m.base = static_cast<std::uint16_t>(op.mem.base);
+  m.index = static_cast<std::uint16_t>(op.mem.index);
+  m.segment = static_cast<std::uint16_t>(op.mem.segment);
+  m.disp = op.mem.disp;
+  m.scale = static_cast<std::uint8_t>(op.mem.scale);
+  m.size = size;
+  if (m.base == X86_REG_RIP) {
+    m.base = 0;
+    m.disp += static_cast<std::int64_t>(next_pc);
+  }
+  return m;
+}
+
 }  // namespace
 
 InsnDecoder::InsnDecoder() {
@@ -423,18 +440,8 @@ void InsnDecoder::DecodeInto(core::Address pc, std::span<const std::uint8_t> byt
       d->unknown_reads = true;  // VSIB: a gather
       continue;
     }
-    Decoded::MemOperand m;
-    m.base = static_cast<std::uint16_t>(op.mem.base);
-    m.index = static_cast<std::uint16_t>(op.mem.index);
-    m.segment = static_cast<std::uint16_t>(op.mem.segment);
-    m.disp = op.mem.disp;
-    m.scale = static_cast<std::uint8_t>(op.mem.scale);
-    m.size = read_size ? read_size : std::max<std::uint32_t>(op.size, 1);
-    if (m.base == X86_REG_RIP) {
-      m.base = 0;
-      m.disp += static_cast<std::int64_t>(pc + in.size);
-    }
-    d->reads.push_back(m);
+    d->reads.push_back(MemOperandOf(op, pc + in.size,
+                                    read_size ? read_size : std::max<std::uint32_t>(op.size, 1)));
   }
   for (unsigned i = 0; i < x.op_count; ++i) {
     const cs_x86_op& op = x.operands[i];
@@ -450,18 +457,9 @@ void InsnDecoder::DecodeInto(core::Address pc, std::span<const std::uint8_t> byt
       d->unknown_writes = true;  // VSIB: a scatter
       continue;
     }
-    Decoded::MemOperand m;
-    m.base = static_cast<std::uint16_t>(op.mem.base);
-    m.index = static_cast<std::uint16_t>(op.mem.index);
-    m.segment = static_cast<std::uint16_t>(op.mem.segment);
-    m.disp = op.mem.disp;
-    m.scale = static_cast<std::uint8_t>(op.mem.scale);
-    m.size = fixed_size ? fixed_size : std::max<std::uint32_t>(op.size, 1);
+    Decoded::MemOperand m = MemOperandOf(
+        op, pc + in.size, fixed_size ? fixed_size : std::max<std::uint32_t>(op.size, 1));
     m.maybe = !write;
-    if (m.base == X86_REG_RIP) {
-      m.base = 0;
-      m.disp += static_cast<std::int64_t>(pc + in.size);
-    }
     d->writes.push_back(m);
   }
   cs_free(insn, n);

@@ -34,6 +34,7 @@
 #include "backstep/core/byte_source.h"
 #include "backstep/core/format_registry.h"
 #include "recorder/recorder.h"
+#include "recorder/replayed_state_test_util.h"
 #include "recorder/usercorn_sink.h"
 
 namespace backstep::record {
@@ -43,41 +44,7 @@ using core::RegisterId;
 
 constexpr std::uint64_t kPageSize = 4096;
 
-// The replayed state: registers plus a sparse memory with known bytes.
-struct Replay {
-  explicit Replay(const core::TraceReader& reader) : regs(core::X86_64()) {
-    regs = reader.InitialRegisters().at(0).second;
-    for (const core::MemoryRegion& r : reader.header().regions) {
-      for (core::Address a = r.start; a < r.start + r.size; a += kPageSize) {
-        Page& p = pages[a / kPageSize];
-        reader.ReadInitialMemory(a, p.data, p.known);
-      }
-    }
-  }
-  struct Page {
-    std::uint8_t data[kPageSize] = {};
-    std::uint8_t known[kPageSize] = {};
-  };
-  void Apply(const core::Event& e) {
-    for (const core::RegisterWrite& w : e.registers) regs.Apply(w);
-    for (const core::MemoryAccess& w : e.writes) {
-      for (std::size_t i = 0; i < w.data.size(); ++i) {
-        Page& p = pages[(w.address + i) / kPageSize];
-        p.data[(w.address + i) % kPageSize] = w.data[i];
-        p.known[(w.address + i) % kPageSize] = 1;
-      }
-    }
-  }
-  // Byte at `a`, or -1 when unknown.
-  int Byte(core::Address a) const {
-    auto it = pages.find(a / kPageSize);
-    if (it == pages.end() || !it->second.known[a % kPageSize]) return -1;
-    return it->second.data[a % kPageSize];
-  }
-  std::uint64_t U64(const char* name) const { return regs.u64(*core::X86_64().Find(name)); }
-  core::RegisterFile regs;
-  std::map<core::Address, Page> pages;
-};
+using Replay = test_util::ReplayedState;
 
 // The independent stepper.
 class Live {

@@ -16,6 +16,7 @@
 #include "recorder/cpu_state.h"
 #include "recorder/cpuid.h"
 #include "recorder/insn_decoder.h"
+#include "recorder/run_session.h"
 #include "recorder/syscall_effects.h"
 
 namespace backstep::record {
@@ -895,14 +896,7 @@ core::Expected<RecordResult> Record(const RecordOptions& options, RecordingSink&
   if (const char* check = getenv("BACKSTEP_RECORD_CHECK"))
     tuned.check_interval = std::stoull(check);
   Session session(tuned, sink, std::move(*tracee));
-  if (core::Status s = session.Start(); !s.ok()) return s;
-  core::Status run = session.Run();
-  const bool exited = session.result().end == RecordResult::End::kExited ||
-                      session.result().end == RecordResult::End::kKilled;
-  core::Status finish = sink.Finish(run.ok() && exited);
-  if (!run.ok()) return run;
-  if (!finish.ok()) return finish;
-  return session.result();
+  return RunSession(session, sink);
 }
 
 }  // namespace backstep::record

@@ -29,6 +29,7 @@
 #include "backstep/core/format_registry.h"
 #include "recorder/emu/emu_recorder.h"
 #include "recorder/recorder.h"
+#include "recorder/replayed_state_test_util.h"
 #include "recorder/usercorn_sink.h"
 
 namespace backstep::record {
@@ -36,41 +37,7 @@ namespace {
 
 constexpr std::uint64_t kPageSize = 4096;
 
-// A trace's state: registers plus a sparse memory of known bytes.
-struct Replay {
-  explicit Replay(const core::TraceReader& reader) : regs(core::X86_64()) {
-    regs = reader.InitialRegisters().at(0).second;
-    for (const core::MemoryRegion& r : reader.header().regions) {
-      for (core::Address a = r.start; a < r.start + r.size; a += kPageSize) {
-        Page& p = pages[a / kPageSize];
-        reader.ReadInitialMemory(a, p.data, p.known);
-      }
-    }
-  }
-  struct Page {
-    std::uint8_t data[kPageSize] = {};
-    std::uint8_t known[kPageSize] = {};
-  };
-  void Apply(const core::Event& e) {
-    for (const core::RegisterWrite& w : e.registers) regs.Apply(w);
-    for (const core::MemoryAccess& w : e.writes) {
-      for (std::size_t i = 0; i < w.data.size(); ++i) Set(w.address + i, w.data[i]);
-    }
-  }
-  void Set(core::Address a, std::uint8_t b) {
-    Page& p = pages[a / kPageSize];
-    p.data[a % kPageSize] = b;
-    p.known[a % kPageSize] = 1;
-  }
-  // Byte at `a`; unknown bytes read as 0 (a fresh mapping's untouched bytes).
-  int Byte(core::Address a) const {
-    auto it = pages.find(a / kPageSize);
-    if (it == pages.end() || !it->second.known[a % kPageSize]) return 0;
-    return it->second.data[a % kPageSize];
-  }
-  core::RegisterFile regs;
-  std::map<core::Address, Page> pages;
-};
+using Replay = test_util::ReplayedState;
 
 std::string Program(const std::string& name) {
   return std::string(BACKSTEP_RECORD_PROGRAMS) + "/" + name;
@@ -115,8 +82,9 @@ std::vector<std::uint64_t> RdtscResults(const std::string& trace) {
     core::Expected<bool> more = (*reader)->Next(&e);
     if (!more.ok() || !*more) break;
     const core::Address pc = r.regs.u64(rip);
-    const bool rdtsc = r.Byte(pc) == 0x0f && (r.Byte(pc + 1) == 0x31 ||
-                                              (r.Byte(pc + 1) == 0x01 && r.Byte(pc + 2) == 0xf9));
+    const bool rdtsc = r.ByteOrZero(pc) == 0x0f &&
+                       (r.ByteOrZero(pc + 1) == 0x31 ||
+                        (r.ByteOrZero(pc + 1) == 0x01 && r.ByteOrZero(pc + 2) == 0xf9));
     r.Apply(e);
     if (rdtsc) out.push_back((r.regs.u64(rdx) << 32) | (r.regs.u64(rax) & 0xffffffff));
   }
@@ -132,7 +100,7 @@ std::vector<std::uint8_t> AtRandom(const std::string& trace) {
   const Replay r(**reader);
   auto word = [&](core::Address a) {
     std::uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= std::uint64_t(r.Byte(a + i)) << (8 * i);
+    for (int i = 0; i < 8; ++i) v |= std::uint64_t(r.ByteOrZero(a + i)) << (8 * i);
     return v;
   };
   core::Address at = r.regs.u64(*core::X86_64().Find("rsp"));
@@ -141,7 +109,8 @@ std::vector<std::uint8_t> AtRandom(const std::string& trace) {
   for (at += 8; word(at) != 0; at += 16) {
     if (word(at) != 25) continue;  // AT_RANDOM
     std::vector<std::uint8_t> bytes(16);
-    for (int i = 0; i < 16; ++i) bytes[i] = static_cast<std::uint8_t>(r.Byte(word(at + 8) + i));
+    for (int i = 0; i < 16; ++i)
+      bytes[i] = static_cast<std::uint8_t>(r.ByteOrZero(word(at + 8) + i));
     return bytes;
   }
   return {};
@@ -224,7 +193,7 @@ void CompareRegisters(const Replay& p, const Replay& e, std::uint64_t k, bool fp
 void CompareBytes(const Replay& p, const Replay& e, core::Address a, std::size_t n,
                   std::uint64_t k) {
   for (std::size_t i = 0; i < n; ++i) {
-    ASSERT_EQ(p.Byte(a + i), e.Byte(a + i))
+    ASSERT_EQ(p.ByteOrZero(a + i), e.ByteOrZero(a + i))
         << "memory at 0x" << std::hex << a + i << std::dec << " at position " << k;
   }
 }

@@ -20,6 +20,7 @@
 #include "recorder/cpuid.h"
 #include "recorder/emu/native_flags.h"
 #include "recorder/insn_decoder.h"
+#include "recorder/run_session.h"
 #include "recorder/syscall_effects.h"
 
 namespace backstep::record {
@@ -158,6 +159,9 @@ class EmuSession {
   user_regs_struct EmulatorRegs();
   void AddWrite(core::Address address, const std::uint8_t* bytes, std::size_t n);
   void BuildWrites();
+  // Appends to changes_ the hot registers in v (kHot values, kHotRegs's
+  // order) that differ from gpr_, and takes them into gpr_ and slots_.
+  void DiffHot(const std::uint64_t* v);
 
   const RecordOptions& options_;
   const EmuOptions& emu_;
@@ -541,12 +545,7 @@ void EmuSession::BuildWrites() {
   }
 }
 
-void EmuSession::Retire() {
-  if (!pending_) return;
-  pending_ = false;
-  std::uint64_t v[kHot];
-  ReadHot(v);
-  changes_.clear();
+void EmuSession::DiffHot(const std::uint64_t* v) {
   for (std::size_t i = 0; i < kHot; ++i) {
     if (v[i] == gpr_[i]) continue;
     gpr_[i] = v[i];
@@ -555,6 +554,15 @@ void EmuSession::Retire() {
     std::memcpy(w.value, &v[i], 8);
     std::memcpy(slots_[i].value, &v[i], 8);
   }
+}
+
+void EmuSession::Retire() {
+  if (!pending_) return;
+  pending_ = false;
+  std::uint64_t v[kHot];
+  ReadHot(v);
+  changes_.clear();
+  DiffHot(v);
   if (pending_fp_) {
     fp_slots_ = slots_;
     CollectFp(&fp_slots_);
@@ -785,14 +793,7 @@ void EmuSession::FinishNative(core::Address pc, std::uint8_t size, const std::ui
     r.r12 = v[12], r.r13 = v[13], r.r14 = v[14], r.r15 = v[15], r.eflags = v[16];
     WriteGprs(r);
   }
-  for (std::size_t i = 0; i < kHot; ++i) {
-    if (v[i] == gpr_[i]) continue;
-    gpr_[i] = v[i];
-    core::RegisterWrite& w = changes_.emplace_back();
-    w.reg = slots_[i].reg;
-    std::memcpy(w.value, &v[i], 8);
-    std::memcpy(slots_[i].value, &v[i], 8);
-  }
+  DiffHot(v);
   BuildWrites();
   sink_.OnInstruction({pc, size, changes_, writes_, {}});
   ++result_.instructions;
@@ -1085,14 +1086,7 @@ core::Expected<RecordResult> RecordEmulated(const RecordOptions& options, Record
   core::Expected<Tracee> tracee = Tracee::Spawn(options.spawn);
   if (!tracee.ok()) return tracee.status();
   EmuSession session(options, emu, sink, std::move(*tracee));
-  if (core::Status s = session.Start(); !s.ok()) return s;
-  core::Status run = session.Run();
-  const bool exited = session.result().end == RecordResult::End::kExited ||
-                      session.result().end == RecordResult::End::kKilled;
-  core::Status finish = sink.Finish(run.ok() && exited);
-  if (!run.ok()) return run;
-  if (!finish.ok()) return finish;
-  return session.result();
+  return RunSession(session, sink);
 }
 
 }  // namespace backstep::record
