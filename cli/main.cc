@@ -32,12 +32,14 @@ Commands:
                                   where the bytes at ADDR came from: the write, the
                                   instruction, its source register or memory, recursively
                                   (default: at the end, depth 8)
-  record [-o FILE] [--max-insns N] [--no-reads] [--follow parent|child] -- PROG [ARGS]
+  record [-o FILE] [--max-insns N] [--no-reads] [--follow parent|child]
+         [--engine ptrace|emu] [--cpuid native|portable] -- PROG [ARGS]
                                   run PROG under ptrace and record every instruction
                                   into a usercorn trace (default FILE: PROG.ucir);
                                   its memory reads too unless --no-reads; after fork,
-                                  the parent (default) or the child
-                                  --engine emu: emulated, ~30x faster (Unicorn);
+                                  the parent (default) or the child;
+                                  --engine emu: emulated, ~30x faster (Unicorn; no
+                                  threads, signals or reads);
                                   --cpuid portable: the CPUID both engines show
   help                            this text
 
