@@ -15,7 +15,6 @@ import contextlib
 import os
 import re
 import sys
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -52,14 +51,7 @@ class Scenarios:
     def lldb(self, commands):
         """LLDB's output; a failed assertion in the `with` body dumps the log."""
         with util.Server(self.env, self.rec.trace) as server:
-            path = os.path.join(self.env.dir, "cmds-%d.lldb" % time.monotonic_ns())
-            with open(path, "w") as f:
-                f.write("target create %s\n" % self.rec.program)
-                f.write("gdb-remote %s\n" % server.address())
-                for c in commands:
-                    f.write(c + "\n")
-            yield util.run(["lldb-19", "-b", "-o", "command source -e false " + path],
-                           check=False)
+            yield util.lldb(self.env, server, commands, program=self.rec.program)
 
     def test_connect_registers_memory(self):
         with self.lldb(["register read rip", "memory read --size 8 --format x --count 1 $rsp",

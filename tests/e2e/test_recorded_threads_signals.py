@@ -21,7 +21,6 @@ import contextlib
 import os
 import re
 import sys
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -71,14 +70,7 @@ class Recorded:
     @contextlib.contextmanager
     def lldb(self, commands):
         with util.Server(self.env, self.trace) as server:
-            path = os.path.join(self.env.dir, "cmds-%d.lldb" % time.monotonic_ns())
-            with open(path, "w") as f:
-                f.write("target create %s\n" % self.program)
-                f.write("gdb-remote %s\n" % server.address())
-                for c in commands:
-                    f.write(c + "\n")
-            yield util.run(["lldb-19", "-b", "-o", "command source -e false " + path],
-                           check=False)
+            yield util.lldb(self.env, server, commands, program=self.program)
 
 
 class Threads(Recorded):

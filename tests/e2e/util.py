@@ -162,11 +162,14 @@ def gdb(server, commands, timeout=STEP_TIMEOUT):
     return run(gdb_argv(commands, "target remote " + server.address()), timeout, check=False)
 
 
-def lldb(env, server, commands, timeout=STEP_TIMEOUT):
+def lldb(env, server, commands, timeout=STEP_TIMEOUT, program=None):
     """Runs lldb-19 on a command file (docs/lldb.md §4: `-o` lists are cut
-    short by signal and history-boundary stops)."""
+    short by signal and history-boundary stops); `program`: `target create`
+    it before connecting (LLDB does not fetch a recorded program itself)."""
     path = os.path.join(env.dir, "cmds-%d.lldb" % time.monotonic_ns())
     with open(path, "w") as f:
+        if program:
+            f.write("target create %s\n" % program)
         f.write("gdb-remote %s\n" % server.address())
         for c in commands:
             f.write(c + "\n")
