@@ -1,6 +1,6 @@
-"""Threads and signal handlers in recordings: gdb 13 and lldb-19 against
-`backstep serve` on tests/programs/threads.c and signals.c (-O0, static and
-PIE) recorded with `backstep record`.
+"""Threads, signal handlers and fork in recordings: gdb 13 and lldb-19 against
+`backstep serve` on tests/programs/threads.c, signals.c (-O0, static and PIE)
+and forks.c (-O0 static) recorded with `backstep record`.
 
 threads.c: a producer (thread 1) and a consumer (thread 2) hand items over
 under a mutex and both add to `counter` without it (producer +1 at
@@ -11,6 +11,12 @@ must stop at those lines with the thread that wrote selected.
 signals.c: SIGUSR1 (raise) and SIGALRM (interrupting pause) handlers both add
 to `handled`. From the end, `watch handled` + `reverse-continue` must stop in
 each handler, with the signal frame below it in the backtrace.
+
+forks.c: the fork child writes `marker` and exits with 3. Recorded with
+`--follow child`, the trace goes on in the child after fork: `watch marker`
+stops at the child's write, and the trace ends with the child's exit. With
+`--follow parent` (the default), the parent's trace never sees that write:
+at the print, `marker` is 0 and the child's status is 3.
 
 Run by ctest:
   /usr/bin/python3 test_recorded_threads_signals.py --backstep BIN --make-example BIN
@@ -46,13 +52,15 @@ class Recorded:
     NAME = None      # program name in tests/programs
     VARIANT = None
     EXPECT = None    # what the program prints
+    FOLLOW = []      # extra `backstep record` options
 
     @classmethod
     def setUpClass(cls):
         cls.env = util.Env.from_argv()
         cls.program = os.path.join(PROGRAMS, "%s_%s" % (cls.NAME, cls.VARIANT))
         path = os.path.join(cls.env.dir, "%s_%s.ucir" % (cls.NAME, cls.VARIANT))
-        out = util.run([cls.env.backstep, "record", "-o", path, "--", cls.program])
+        out = util.run([cls.env.backstep, "record", "-o", path] + cls.FOLLOW
+                       + ["--", cls.program])
         assert cls.EXPECT in out, out
         util.run([cls.env.backstep, "index", path])
         cls.trace = util.Trace(path, {})
@@ -136,6 +144,49 @@ class Signals(Recorded):
             self.assertEqual(stops, [self.L["usr1-write"], self.L["alrm-write"]], out)
             util.expect(self, r"frame #1: .*<signal handler called>|frame #1: .*__restore_rt",
                         out)
+
+
+class ForkChild(Recorded, unittest.TestCase):
+    NAME = "forks"
+    VARIANT = "O0_static"
+    EXPECT = "(program exited, status 3)"
+    FOLLOW = ["--follow", "child"]
+
+    def test_gdb_watch_finds_the_childs_write(self):
+        with self.gdb(["watch marker", "continue", "info threads", "continue",
+                       "reverse-continue", "reverse-continue"]) as out:
+            util.expect(self, r"^Old value = 0\nNew value = 24589$", out, count=1)
+            # Forwards, gdb reports the statement after the store; in reverse
+            # the store's own line.
+            lines = [int(n) for n in re.findall(r"^(\d+)\t", out, re.M)]
+            self.assertEqual(lines, [self.L["child-write"] + 1, self.L["child-write"]], out)
+            # One thread (the child goes on in the parent's thread), then the
+            # end of the trace (the child's exit), back to the write, then
+            # back past it to the start.
+            util.expect(self, r"^\* 1\s+Thread ", out)
+            util.expect(self, r"^Old value = 24589\nNew value = 0$", out, count=1)
+            util.expect(self, r"^No more reverse-execution history\.", out, count=2)
+
+    def test_lldb_breakpoint_in_the_child(self):
+        with self.lldb(["breakpoint set -f forks.c -l %d" % self.L["child-write"], "continue",
+                        "print marker", "next", "print marker"]) as out:
+            util.expect(self, r"^\s+frame #0: .* at forks\.c:%d" % self.L["child-write"], out)
+            util.expect(self, r"^\(long\) 0$", out)
+            util.expect(self, r"^\(long\) 24589$", out)
+
+
+class ForkParent(Recorded, unittest.TestCase):
+    NAME = "forks"
+    VARIANT = "O0_static"
+    EXPECT = "(program exited, status 0)"
+
+    def test_gdb_the_parent_never_sees_the_childs_write(self):
+        with self.gdb(["break %d" % self.L["print"], "continue", "print marker",
+                       "print status >> 8", "watch marker", "reverse-continue"]) as out:
+            util.expect(self, r"^\$1 = 0$", out)
+            util.expect(self, r"^\$2 = 3$", out)
+            util.expect(self, r"^No more reverse-execution history\.", out, count=1)
+            self.assertNotIn("New value", out)
 
 
 class ThreadsStatic(Threads, unittest.TestCase):

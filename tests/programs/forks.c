@@ -11,7 +11,7 @@ long marker; /* the fork child's write */
 int main(void) {
   pid_t child = fork();
   if (child == 0) {
-    marker = 0x600d;
+    marker = 0x600d; /* MARK:child-write */
     _exit(3);
   }
   int status = 0;
@@ -20,6 +20,7 @@ int main(void) {
   if (vchild == 0) _exit(4);
   int vstatus = 0;
   waitpid(vchild, &vstatus, 0);
-  printf("fork %d vfork %d marker %ld\n", WEXITSTATUS(status), WEXITSTATUS(vstatus), marker);
+  printf("fork %d vfork %d marker %ld\n", WEXITSTATUS(status), WEXITSTATUS(vstatus),
+         marker); /* MARK:print */
   return 0;
 }
