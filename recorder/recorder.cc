@@ -675,20 +675,10 @@ core::Status Session::SyscallEffects(const user_regs_struct& before, const user_
     for (const Range& c : maps->contents) {
       std::vector<std::uint8_t> buf(c.size);
       tracee_.ReadMemoryZeroFill(c.start, buf);
-      std::size_t i = 0;
-      while (i < buf.size()) {
-        while (i < buf.size() && buf[i] == 0) ++i;
-        std::size_t j = i, zeros = 0;
-        while (j < buf.size() && zeros < 64) zeros = buf[j++] == 0 ? zeros + 1 : 0;
-        const std::size_t end = j - zeros;
-        if (end > i) {
-          const std::size_t at = data_.size();
-          data_.insert(data_.end(), buf.begin() + i, buf.begin() + end);
-          spans_.push_back({c.start + i, end - i});
-          (void)at;
-        }
-        i = j;
-      }
+      ForEachNonZeroRun(buf, [&](std::size_t offset, std::size_t length) {
+        data_.insert(data_.end(), buf.begin() + offset, buf.begin() + offset + length);
+        spans_.push_back({c.start + offset, length});
+      });
     }
   }
   if (KnownOutputs(nr, args, after.rax, &ranges_)) {

@@ -9,7 +9,9 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "recorder/insn_decoder.h"
@@ -27,5 +29,21 @@ bool KnownOutputs(std::uint64_t nr, const std::uint64_t args[6], std::uint64_t r
 
 // The mappings may change: re-read /proc/PID/maps after it.
 bool ChangesMappings(std::uint64_t nr);
+
+// Calls fn(offset, length) for each run of `contents` that holds non-zero
+// bytes, runs being split at 64 zero bytes or more: what a new mapping's
+// contents need in a trace, where a fresh mapping reads as zeros.
+template <typename Fn>
+void ForEachNonZeroRun(std::span<const std::uint8_t> contents, Fn fn) {
+  std::size_t i = 0;
+  while (i < contents.size()) {
+    while (i < contents.size() && contents[i] == 0) ++i;
+    std::size_t j = i, zeros = 0;
+    while (j < contents.size() && zeros < 64) zeros = contents[j++] == 0 ? zeros + 1 : 0;
+    const std::size_t end = j - zeros;
+    if (end > i) fn(i, end - i);
+    i = j;
+  }
+}
 
 }  // namespace backstep::record

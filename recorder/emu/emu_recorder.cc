@@ -958,15 +958,9 @@ core::Status EmuSession::ProxySyscall() {
     for (const Range& c : maps.contents) {
       std::vector<std::uint8_t> buf(c.size);
       tracee_.ReadMemoryZeroFill(c.start, buf);
-      std::size_t i = 0;
-      while (i < buf.size()) {
-        while (i < buf.size() && buf[i] == 0) ++i;
-        std::size_t j = i, zeros = 0;
-        while (j < buf.size() && zeros < 64) zeros = buf[j++] == 0 ? zeros + 1 : 0;
-        const std::size_t end = j - zeros;
-        if (end > i) AddWrite(c.start + i, buf.data() + i, end - i);
-        i = j;
-      }
+      ForEachNonZeroRun(buf, [&](std::size_t offset, std::size_t length) {
+        AddWrite(c.start + offset, buf.data() + offset, length);
+      });
     }
   }
   if (nr == kSysGetrandom && !failed && next_random_ < emu_.getrandom.size()) {
