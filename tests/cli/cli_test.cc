@@ -385,7 +385,7 @@ TEST_F(CliTest, ConvertRoundTripKeepsTheState) {
     ASSERT_EQ(b.code, 0) << b.err;
     // REVEN has no "unknown" register: a register the source does not know
     // (fiseg, foseg) is written as 0 and listed in the file's tool_info
-    // (core/doc/formats/reven.md). Every known register must survive.
+    // (docs/formats/reven.md). Every known register must survive.
     // (System registers the source does not know are left out of `dump`,
     // but the REVEN copy knows them as 0: it lists at least as many.)
     auto want = ParseRegisters(a.out), got = ParseRegisters(b.out);

@@ -106,7 +106,7 @@ class Side:
         against the hits computed from each frame's pc as target tfile shows
         it (`facts`: {frame: pc}). gdb 13.1's own tfile searches are no
         oracle: its seek bug lands them on wrong frames ("Premature end of
-        file", core/doc/formats/tfile.md)."""
+        file", docs/formats/tfile.md)."""
         for kind, lo, hi in searches:
             argument = "0x%x" % lo if kind == "pc" else "0x%x,0x%x" % (lo, hi)
             loop = ("tfind start\nwhile ($trace_frame >= 0)\n"

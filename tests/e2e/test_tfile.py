@@ -176,7 +176,7 @@ class TfileTest(unittest.TestCase):
 
     def test_tfind_pc_right_after_open(self):
         # No frame selected yet: gdb 13.1 seeks to offset 0 + frame size,
-        # where the export planted a decoy header (core/doc/formats/tfile.md).
+        # where the export planted a decoy header (docs/formats/tfile.md).
         pcs = self.pcs_by_frame()
         target = pcs[7]
         hits = [i for i, pc in enumerate(pcs) if pc == target][:3]

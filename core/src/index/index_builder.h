@@ -3,7 +3,7 @@
 //
 // Single pass: the builder reads every event once, in order, from a
 // TraceReader at its first event, and writes the index file front to back
-// through an IndexSink (core/doc/index-format.md has the layout):
+// through an IndexSink (docs/formats/index-format.md has the layout):
 //   * register records and keyframes every keyframe_interval events, written
 //     as they come (a thread's registers are written again only after they
 //     changed, as a delta from its previous record, fully every 16th time);

@@ -1,6 +1,6 @@
 // Byte layout of a backstep index file (`<trace>.bsidx`): constants, the
 // fixed-size records, and the varint / entry codecs shared by the builder and
-// the reader. core/doc/index-format.md explains the layout and its reasons.
+// the reader. docs/formats/index-format.md explains the layout and its reasons.
 //
 // Every integer is little-endian. Fixed-size records are 8-byte aligned in
 // the file and read with memcpy (no alignment assumptions, no UB).

@@ -4,7 +4,7 @@
 //
 // This is the index builder's event loop (index_builder.h). The single-pass
 // build runs one part over the whole trace straight into the index file
-// (after the header); the parallel build (core/doc/index-format.md, "Parallel
+// (after the header); the parallel build (docs/formats/index-format.md, "Parallel
 // build") runs one part per stretch between resume points, each into its own
 // PartSink, and merges them.
 //

@@ -61,7 +61,7 @@ class Cursor {
   // trace; unmapped pages are unknown bytes, not errors. Without paging
   // (CR0.PG = 0) virtual = physical, as on the CPU; 32-bit and PAE paging are
   // walked like 4- and 5-level (paging/x86_paging.h).
-  // Cost: index lookups per 4 KiB page (see core/doc/index-format.md), plus
+  // Cost: index lookups per 4 KiB page (see docs/formats/index-format.md), plus
   // the page walk's reads for physical traces; no replay.
   virtual Status ReadMemory(Address address, std::span<std::uint8_t> out,
                             std::span<std::uint8_t> known,

@@ -27,7 +27,7 @@ struct OpenOptions {
   // Build the index if it is missing or stale (false: fail instead).
   bool build_index = true;
   ProgressFn progress;
-  // Index builder tuning (0 = default; see core/doc/index-format.md). The
+  // Index builder tuning (0 = default; see docs/formats/index-format.md). The
   // builder flushes a segment when its buffers exceed the budget (default
   // 256 MiB); tests use tiny values to exercise segments and snapshots.
   // Changing the block sizes does not rebuild an existing index.
@@ -36,7 +36,7 @@ struct OpenOptions {
   std::uint32_t index_snapshot_blocks = 0;  // blocks between page snapshots (128)
   // Parts of a parallel index build from the reader's resume points (REVEN's
   // trace.cache): 0 = one per core, 1 = always the single pass. The index
-  // means the same either way (core/doc/index-format.md).
+  // means the same either way (docs/formats/index-format.md).
   unsigned index_parts = 0;
 };
 

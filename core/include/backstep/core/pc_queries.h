@@ -4,7 +4,7 @@
 //
 // A position q is "at pc A" when event q is an instruction (or a tfile
 // frame) and the pc of its thread in state q is A (the pc index's rule, see
-// core/doc/index-format.md). Positions are 0..event_count()-1.
+// docs/formats/index-format.md). Positions are 0..event_count()-1.
 //
 // Costs: NextAtPc / PrevAtPc are O(log n) (binary searches plus the decode
 // of one block of postings); CountAtPc is the same per index segment that

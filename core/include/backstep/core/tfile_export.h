@@ -2,7 +2,7 @@
 // (TRACE0) that stock gdb 13.1 walks with `target tfile` and `tfind`.
 //
 // Unlike `convert --to tfile` (tfile_trace_writer.h), the export is laid out
-// for gdb (core/doc/formats/tfile.md, "Exporting"):
+// for gdb (docs/formats/tfile.md, "Exporting"):
 //
 //   * frame n is the state at the n-th selected position P (before event P
 //     executes, as a tracepoint hit collects it): the full register state of

@@ -5,7 +5,7 @@
 // read-only. An index is reused when the trace's size, mtime and header hash
 // match; otherwise, or when it is corrupt or truncated, it is rebuilt in one
 // streaming pass (with progress) and written atomically. See
-// core/doc/index-format.md for the layout.
+// docs/formats/index-format.md for the layout.
 //
 // A Trace is shared by any number of Cursors (one per debugger client).
 //

@@ -7,7 +7,7 @@
 // special registers), so it writes at UCIR's own level: Begin() writes the
 // keyframe, AppendInstruction()/AppendExit() the execution, the op methods
 // (BeginSyscall ... EndSyscall) a syscall with its effects, Finish() renames
-// the complete file into place. The layout is core/doc/formats/usercorn.md;
+// the complete file into place. The layout is docs/formats/usercorn.md;
 // Unicorn register enums come from usercorn_registers.h.
 //
 // Memory stays bounded (one mapping, one frame of at most 1 MiB, one

@@ -8,7 +8,7 @@
 //          then n x { u64 len (> 0) ; frame protobuf[len] }
 //   T      u64 m (frames per TOC entry), then u64 file offsets to EOF
 // The messages are in bap_frames.proto. What backstep makes of each frame
-// kind, and why: core/doc/formats/bap.md.
+// kind, and why: docs/formats/bap.md.
 //
 // Thread-safety: constants only.
 #pragma once
@@ -36,7 +36,7 @@ std::string_view BapArchName(std::uint64_t arch);
 // Frames per TOC entry our writer uses (the value BAP's tracers use).
 inline constexpr std::uint64_t kBapFramesPerTocEntry = 64;
 
-// Limits backstep enforces (core/doc/formats/bap.md):
+// Limits backstep enforces (docs/formats/bap.md):
 // frames the reader looks ahead for a thread's next instruction (its pc
 // after the current one) and that Open() scans for each thread's first pc.
 inline constexpr std::uint64_t kBapLookahead = 65536;

@@ -225,7 +225,7 @@ Status BapReader::StdFrame(const bap_proto::std_frame& f, Event* event) {
   } else {
     // No later instruction of this thread within reach (its last one): no
     // event can make a register unknown again, so the pc keeps this
-    // instruction's address (core/doc/formats/bap.md, "Limits").
+    // instruction's address (docs/formats/bap.md, "Limits").
     event->registers.pop_back();
   }
   return Status::Ok();

@@ -1,5 +1,5 @@
 // BapReader: the TraceReader for BAP `frames` traces (bap_format.h for the
-// container, core/doc/formats/bap.md for the mapping and its reasons).
+// container, docs/formats/bap.md for the mapping and its reasons).
 //
 // Open() parses the container (bap_container.h), resolves the architecture
 // (x86-64 and i386; other frame_architecture values are Unsupported "not
@@ -32,7 +32,7 @@
 // ResumePoints(): none. A TOC entry is only a file offset: BAP frames carry
 // the registers an instruction touched, never a thread's full state, so
 // the registers at a TOC entry are known only by replaying every frame
-// before it (core/doc/formats/bap.md).
+// before it (docs/formats/bap.md).
 //
 // ReaderPosition: offset = the next frame's length field, aux = its index.
 //

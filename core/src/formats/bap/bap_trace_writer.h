@@ -1,7 +1,7 @@
 // BapTraceWriter: the generic TraceWriter for BAP frames (`backstep convert
 // --to bap`), on top of BapWriter.
 //
-// What a converted trace holds (core/doc/formats/bap.md, "Writing"):
+// What a converted trace holds (docs/formats/bap.md, "Writing"):
 //   * Version 3, frame_architecture i386 with machine x86_64 (64) for the
 //     x86-64 table, machine i386 (1) for the i386 table; a meta frame
 //     naming backstep as the tracer.

@@ -1,7 +1,7 @@
 // Constants of REVEN's rvnbintrace v1 format (trace.bin and trace.cache).
 //
 // The byte layout, the register mapping and the quirks backstep handles are
-// described in core/doc/formats/reven.md; the normative reference is
+// described in docs/formats/reven.md; the normative reference is
 // shared/docs/formats.md §1. Everything here is little-endian.
 //
 // File = binresource metadata (kRevenMetadataSizeV1 or kRevenMetadataSizeV0 bytes),

@@ -22,7 +22,7 @@
 //
 // ReaderPosition: offset = file offset of the next event, aux = its number.
 //
-// Layout and quirks: core/doc/formats/reven.md. Thread-safety: as
+// Layout and quirks: docs/formats/reven.md. Thread-safety: as
 // TraceReader (one thread at a time; the source may be shared).
 #pragma once
 

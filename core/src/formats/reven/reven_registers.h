@@ -1,5 +1,5 @@
 // The mapping between REVEN's registers and backstep's X86_64() table, both
-// ways (core/doc/formats/reven.md, "Registers").
+// ways (docs/formats/reven.md, "Registers").
 //
 // REVEN ids differ per producer, so registers are resolved by *name*, once,
 // when a trace is opened; the table's aliases already cover most REVEN names

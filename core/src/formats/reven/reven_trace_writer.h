@@ -1,7 +1,7 @@
 // RevenTraceWriter: the generic TraceWriter for REVEN (`backstep convert
 // --to reven`), on top of RevenWriter.
 //
-// What a converted trace declares (core/doc/formats/reven.md, "Writing"):
+// What a converted trace declares (docs/formats/reven.md, "Writing"):
 //   * PHY_SIZE 8; the header's regions, with the initial image read through
 //     InitialMemoryFn (unknown bytes become 0). REVEN holds physical memory:
 //     a virtual-memory source is Unsupported.

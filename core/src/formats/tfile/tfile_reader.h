@@ -37,7 +37,7 @@
 //
 // ReaderPosition: offset = file offset of the next frame, aux = its number.
 //
-// Layout and quirks: core/doc/formats/tfile.md. Thread-safety: as TraceReader
+// Layout and quirks: docs/formats/tfile.md. Thread-safety: as TraceReader
 // (one thread at a time; the source may be shared).
 #pragma once
 

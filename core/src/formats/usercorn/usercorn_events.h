@@ -1,6 +1,6 @@
 // UsercornEventDecoder: turns the UCIR op stream into backstep Events.
 //
-// Event model (core/doc/formats/usercorn.md has the reasons):
+// Event model (docs/formats/usercorn.md has the reasons):
 //   * One event per STEP: the ops of the instruction (MEM_READ/MEM_WRITE,
 //     REG, in stream order), its STEP, and then the "tail" that follows it
 //     up to the next instruction's first op: SYSCALL (the kernel's side

@@ -19,7 +19,7 @@
 //   12 SYSCALL u32 num u64 ret u8 nargs u16 n u64 args[nargs] {op}n | 13 EXIT
 //
 // How backstep maps ops to events, the quirks it reproduces and what it does
-// not carry: core/doc/formats/usercorn.md.
+// not carry: docs/formats/usercorn.md.
 //
 // Thread-safety: constants only.
 #pragma once
@@ -73,7 +73,7 @@ inline constexpr std::size_t kSyscallHeaderBytes = 4 + 8 + 1 + 2;
 // MEM_MAP / MEM_PROT protection bits: kProtRead, kProtWrite, kProtExec
 // (backstep/core/usercorn_recording.h).
 
-// --- limits backstep enforces (core/doc/formats/usercorn.md) ---
+// --- limits backstep enforces (docs/formats/usercorn.md) ---
 // Data the keyframe may hold (kept in memory for ReadInitialMemory).
 inline constexpr std::uint64_t kMaxKeyframeData = std::uint64_t{4} << 30;
 // Data one event may carry (its writes are held until the next event).

@@ -2,7 +2,7 @@
 // (`backstep convert --to usercorn`), on top of UsercornWriter's recording
 // level.
 //
-// What a converted trace holds (core/doc/formats/usercorn.md, "Writing"):
+// What a converted trace holds (docs/formats/usercorn.md, "Writing"):
 //   * Header "x86_64" / "linux", version 1. x86-64 virtual-memory traces
 //     of one thread (ThreadId t becomes pid t - 1) only; anything else is
 //     Unsupported, like events that clear state.

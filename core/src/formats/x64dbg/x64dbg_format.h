@@ -1,5 +1,5 @@
 // Byte-level constants of x64dbg trace files (`.trace64`, `.trace32`);
-// core/doc/formats/x64dbg.md and formats.md §5 have the layout.
+// docs/formats/x64dbg.md and formats.md §5 have the layout.
 //
 // Thread-safety: constants.
 #pragma once

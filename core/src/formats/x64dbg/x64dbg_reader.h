@@ -1,5 +1,5 @@
 // X64dbgReader: reads x64dbg trace files (`.trace64`; `.trace32` once the
-// i386 table exists) as backstep events. core/doc/formats/x64dbg.md has the
+// i386 table exists) as backstep events. docs/formats/x64dbg.md has the
 // byte layout and every decision below.
 //
 // A block holds the registers *before* its instruction, so the reader looks

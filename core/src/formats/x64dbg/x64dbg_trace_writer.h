@@ -1,5 +1,5 @@
 // X64dbgTraceWriter: the TraceWriter for x64dbg traces (`backstep convert
-// --to x64dbg`, test fixtures). core/doc/formats/x64dbg.md, "Writing", has
+// --to x64dbg`, test fixtures). docs/formats/x64dbg.md, "Writing", has
 // the rules; in short:
 //   * Header {"ver":1,"arch":"x64",...} (x86-64 traces; i386 once backstep
 //     has its table), virtual memory only (a physical REVEN trace is

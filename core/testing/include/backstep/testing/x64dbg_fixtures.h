@@ -1,7 +1,7 @@
 // x64dbg fixtures for tests, fuzz seeds and the end-to-end tool: a
 // hand-made two-thread x86-64 program (real instruction bytes, simulated
 // semantics) as a FakeTrace in exactly the event model X64dbgReader
-// produces (core/doc/formats/x64dbg.md), and writing it with
+// produces (docs/formats/x64dbg.md), and writing it with
 // X64dbgTraceWriter.
 //
 // The program (addresses fixed, see the constants; with `i386`, the same in
