@@ -1,4 +1,4 @@
-// Benchmarks of the core on a generated REVEN trace (design.md's budgets).
+// Benchmarks of the core on a generated REVEN trace (docs/architecture.md's budgets).
 //
 //   build/bench/backstep_bench [--benchmark_filter=...]
 // Environment:

@@ -1,4 +1,4 @@
-// Benchmarks of the GDB stub over loopback TCP (design.md: "`bs` + `g` + `m`
+// Benchmarks of the GDB stub over loopback TCP (docs/architecture.md: "`bs` + `g` + `m`
 // round trip over loopback: under 100 µs").
 //
 // An in-process Server serves a generated REVEN trace; a raw-socket client

@@ -36,7 +36,7 @@ std::string Frame(std::string_view payload) {
 }
 
 // gdbstub_session_fuzzer: byte 0 = chunk size, byte 1 = capabilities off,
-// then the client's byte stream (rsp.md §2 sequences and more).
+// then the client's byte stream (docs/protocol.md §2 sequences and more).
 bool SeedGdbstubSession(const fs::path& dir) {
   const std::vector<std::vector<std::string_view>> sessions = {
       {"qSupported:multiprocess+;swbreak+;hwbreak+;xmlRegisters=i386",

@@ -88,7 +88,7 @@ bool Succeed(lldb::SBCommandReturnObject& result, const std::string& text) {
   return true;
 }
 
-// Runs `body` with the debugger synchronous (lldb.md §2.3 rule 2).
+// Runs `body` with the debugger synchronous (docs/lldb.md §2.3 rule 2).
 template <typename F>
 bool Synchronously(lldb::SBDebugger& debugger, F body) {
   const bool was_async = debugger.GetAsync();
@@ -377,7 +377,7 @@ const CommandSpec kCommands[] = {
      "backstep last-write ADDR [LEN]"},
 };
 
-// A plugin linked against one LLDB major crashes in another (lldb.md F5).
+// A plugin linked against one LLDB major crashes in another (docs/lldb.md F5).
 // A liblldb of another major in the process is the sign (the plugin's own
 // dependency is then loaded too, and might never be reached if the
 // executable's comes first); say so before any SB call.

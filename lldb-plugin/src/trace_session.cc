@@ -19,7 +19,7 @@ core::Expected<std::unique_ptr<TraceSession>> TraceSession::Create(const Options
     session->target_options_.auxv = std::move(*auxv);
   } else if (!options.program.empty()) {
     // No recorded auxv (REVEN, tfile): LLDB still needs AT_ENTRY/AT_PHDR to
-    // slide a PIE (rsp.md §11).
+    // slide a PIE (docs/protocol.md §11).
     BACKSTEP_ASSIGN_OR_RETURN(session->target_options_.auxv,
                               gdbstub::SynthesizeAuxv(*trace, options.program));
   }

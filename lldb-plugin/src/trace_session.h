@@ -7,7 +7,7 @@
 // When LLDB closes the connection (process kill, `target delete`, exit) the
 // server's last connection ends, Run() returns and the I/O thread frees the
 // server and the trace by itself; the destructor stops what is left and
-// joins the thread (lldb.md §2.3 rule 4).
+// joins the thread (docs/lldb.md §2.3 rule 4).
 //
 // The controller (armed moves, monitor commands) is the served TraceTarget,
 // called in-process from LLDB's command thread. That is safe because LLDB

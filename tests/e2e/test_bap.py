@@ -111,7 +111,7 @@ class BapInfo(unittest.TestCase):
 class BapProtoc(unittest.TestCase):
     def test_protoc_decodes_our_frames(self):
         """protoc (independent of our reader) decodes the writer's first
-        frame as formats.md says it must be: thread 1's load of counter."""
+        frame as docs/formats/bap.md says it must be: thread 1's load of counter."""
         import struct
         import subprocess
         env = util.Env.from_argv()

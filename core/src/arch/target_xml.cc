@@ -5,7 +5,7 @@
 // same file names, same type definitions, with a regnum attribute on every
 // register so the layout cannot drift from GdbLayout(). target.xml holds only
 // xi:include lines because LLDB reads all inline <feature>s before any
-// include, which would reorder registers (docs/rsp.md §11).
+// include, which would reorder registers (docs/protocol.md §11).
 
 #include <string>
 

@@ -90,7 +90,7 @@ void AddSystem(TableBuilder& b) {
     b.Add(b.Intern(std::string(t.name) + "_base"), 8, 0, "uint64", "system");
     b.Add(b.Intern(std::string(t.name) + "_limit"), t.limit_size, 0, "int", "system");
   }
-  // Every MSR REVEN's producers record (formats.md §1.5), except EFER and
+  // Every MSR REVEN's producers record (docs/formats/reven.md §1.5), except EFER and
   // the FS/GS bases, which are aliases of efer/fs_base/gs_base.
   for (std::uint32_t msr : {0x174u, 0x175u, 0x176u, 0x1bu, 0xc0000081u, 0x277u, 0x198u, 0xc0000082u,
                             0xc0000083u, 0xc0000084u, 0xc0000102u, 0xc0000103u}) {

@@ -1,7 +1,7 @@
 // InferenceTracker: decides, while the index is built, which recorded reads
 // teach something new (the inferred-value list).
 //
-// Value inference (design.md): a byte read by event r is known back to the
+// Value inference (docs/architecture.md): a byte read by event r is known back to the
 // previous write of that byte or memory clear, and forward to the next one.
 // Call the stretch between two such "definitions" of a byte an epoch of the
 // byte. At build time the tracker keeps, per page, which bytes are known in

@@ -3,7 +3,7 @@
 // REVEN traces hold physical memory; the debugger asks for virtual
 // addresses. TranslateX86() walks the paging structures that the CPU state at
 // a position points to, reading them from that position's physical memory
-// through a callback (docs/formats.md §1.7). Supported modes:
+// through a callback (docs/formats/reven.md §1.7). Supported modes:
 //   * not paged (CR0.PG = 0): identity, page_size 0;
 //   * long mode (EFER.LMA = 1): 4-level, or 5-level with CR4.LA57; 4 KiB,
 //     2 MiB and (with has_1g_pages) 1 GiB pages;

@@ -1,7 +1,7 @@
 // BAP frames fixtures for tests and fuzz seeds: frame builders over the
 // protobuf messages, a container assembled by hand (its own u64 layout
 // code, not BapWriter's, so that a writer/reader pair sharing a
-// misunderstanding of formats.md §4.1 cannot pass), and a small two-thread
+// misunderstanding of docs/formats/bap.md §4.1 cannot pass), and a small two-thread
 // trace that holds every frame kind in both producer styles.
 //
 // Thread-safety: value types and pure functions.

@@ -8,7 +8,7 @@
 namespace backstep::core::testing {
 namespace {
 
-// Unicorn x86 enums (formats.md §2.4).
+// Unicorn x86 enums (docs/formats/usercorn.md §2.4).
 constexpr std::uint16_t kEax = 19, kEbp = 20, kEbx = 21, kEcx = 22, kEdi = 23, kEdx = 24, kEsi = 29,
                         kEsp = 30;
 

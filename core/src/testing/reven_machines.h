@@ -1,4 +1,4 @@
-// The machine descriptions of REVEN's two producers (formats.md §1.5), for
+// The machine descriptions of REVEN's two producers (docs/formats/reven.md §1.5), for
 // tests, fuzz seeds and the synthetic generator.
 //
 // PANDA (reven_tracer_bin) interleaves its 41 operations between register

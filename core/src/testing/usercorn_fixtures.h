@@ -1,7 +1,7 @@
 // usercorn fixtures for tests and fuzz seeds: a hand builder of UCIR bytes
 // that shares no code with UsercornWriter or the reader (its own bitwise
 // CRC-32C, libsnappy called directly), so that a writer/reader pair sharing
-// a misunderstanding of formats.md §2 cannot pass; small valid traces from
+// a misunderstanding of docs/formats/usercorn.md §2 cannot pass; small valid traces from
 // the writer that use every op; and a generated trace of any length.
 //
 // Thread-safety: value types and pure functions.

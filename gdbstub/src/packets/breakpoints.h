@@ -1,5 +1,5 @@
 // Breakpoints and watchpoints: Z<t>,<addr>,<kind> / z<t>,<addr>,<kind>
-// (rsp.md §4, §6).
+// (docs/protocol.md §4, §6).
 //
 //   t = 0 software breakpoint, 1 hardware breakpoint   (Breakpoints)
 //   t = 2 write, 3 read, 4 access watchpoint            (Watchpoints)

@@ -1,5 +1,5 @@
 // Connection handshake: qSupported, QStartNoAckMode and LLDB's Q... opt-ins
-// (rsp.md §2, §3, §11).
+// (docs/protocol.md §2, §3, §11).
 //
 // qSupported is answered from the target's capabilities: a feature is
 // advertised only when the target implements it. Negotiated features

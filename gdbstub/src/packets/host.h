@@ -1,4 +1,4 @@
-// Process and host description queries (rsp.md §2, §11):
+// Process and host description queries (docs/protocol.md §2, §11):
 //   qHostInfo     triple:<hex>;ptrsize:8;endian:little;ostype:linux;
 //                 watchpoint_exceptions_received:after;      ("" without HostInfo)
 //   qProcessInfo  pid:<hex>;triple:<hex>;ostype:linux;endian:little;ptrsize:8;

@@ -1,4 +1,4 @@
-// Attach state and the end of a session (rsp.md §4):
+// Attach state and the end of a session (docs/protocol.md §4):
 //   qAttached[:<pid>]  1   (we "attached": quitting the client detaches)
 //   D, D;<pid>         OK  then the session is finished
 //   vKill;<pid>        OK  then the session is finished

@@ -39,7 +39,7 @@ Reply HandleReadMemory(Session& session, std::string_view args) {
 }
 
 Reply HandleBinaryReadMemory(Session&, std::string_view) {
-  // NOTE: "" makes LLDB read with `m` (verified, rsp.md §11). Implementing x
+  // NOTE: "" makes LLDB read with `m` (verified, docs/protocol.md §11). Implementing x
   // means choosing between LLDB's unprefixed replies and GDB's `b` prefix
   // (binary-upload+); nothing needs it yet.
   return Reply::Empty();

@@ -1,4 +1,4 @@
-// Memory reads: `m<addr>,<len>` and the binary `x<addr>,<len>` (rsp.md §4,
+// Memory reads: `m<addr>,<len>` and the binary `x<addr>,<len>` (docs/protocol.md §4,
 // §11). Writes (M, X) are refused in read_only.h.
 //
 // `m` answers the hex of the readable prefix, shorter than asked when the

@@ -1,4 +1,4 @@
-// qMemoryRegionInfo:<addr> (LLDB's `memory region`, its unwinder; rsp.md
+// qMemoryRegionInfo:<addr> (LLDB's `memory region`, its unwinder; docs/protocol.md
 // §11), served when the target has a MemoryMap:
 //   mapped  start:<hex>;size:<hex>;permissions:rx;name:<hex name>;
 //   gap     start:<hex>;size:<hex>;

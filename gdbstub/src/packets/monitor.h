@@ -1,5 +1,5 @@
 // qRcmd,<hex command> (gdb `monitor ...`, LLDB `process plugin packet
-// monitor ...`; rsp.md §12): the target's console output as `O<hex>`
+// monitor ...`; docs/protocol.md §12): the target's console output as `O<hex>`
 // packets, then `OK`, or an `E` reply. Routed only when the target has
 // MonitorCommands.
 #pragma once

@@ -1,4 +1,4 @@
-// The recording is read-only (rsp.md §4, §11).
+// The recording is read-only (docs/protocol.md §4, §11).
 //
 // Writes are refused with E01: G, P<n>=<v>, M<addr>,<len>:<hex>,
 // X<addr>,<len>:<binary>. Requests to change the inferior that LLDB makes

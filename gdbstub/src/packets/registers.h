@@ -1,5 +1,5 @@
 // Register reads: `g` (all registers, gdb) and `p<n>` (one register, LLDB),
-// both with LLDB's optional `;thread:<id>;` suffix (rsp.md §4, §10, §11).
+// both with LLDB's optional `;thread:<id>;` suffix (docs/protocol.md §4, §10, §11).
 //
 // Values are hex in target byte order, `xx` for each unknown byte (gdb shows
 // the register as <unavailable>). The `g` block is registers 0..count-1 of

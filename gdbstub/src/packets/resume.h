@@ -1,4 +1,4 @@
-// Run control: vCont?, vCont;..., c, C, s, S, bc, bs, and `?` (rsp.md §4-§7).
+// Run control: vCont?, vCont;..., c, C, s, S, bc, bs, and `?` (docs/protocol.md §4-§7).
 //
 // Every resume calls the target synchronously and answers with the stop
 // reply of FormatStopReply (stop_reason.h). Signals in C/S/vCont are ignored

@@ -1,5 +1,5 @@
 // qSearch:memory:<addr>;<len>;<hex pattern> (gdb's `find`): `1,<addr>` for
-// the first match in [addr, addr+len), `0` for none (rsp.md §4).
+// the first match in [addr, addr+len), `0` for none (docs/protocol.md §4).
 //
 // The search reads through Target::ReadMemory in PacketSize chunks. Like
 // gdbserver it halts with E01 when it reaches a byte it cannot read before

@@ -1,6 +1,6 @@
 // Thread ids on the wire: the one place that parses and formats them.
 //
-// Forms (rsp.md §1), parsed always, whatever was negotiated:
+// Forms (docs/protocol.md §1), parsed always, whatever was negotiated:
 //   <tid>            "1", "a"; "-1" = all threads, "0" = any thread
 //   p<pid>.<tid>     "p1.1", "p1.-1", "p1.0"
 //   p<pid>           all threads of <pid> ("p1" = "p1.-1")

@@ -1,5 +1,5 @@
 // Thread selection and thread lists: Hg/Hc, T<id>, qfThreadInfo /
-// qsThreadInfo, qC, qThreadExtraInfo (rsp.md §4). The list describes the
+// qsThreadInfo, qC, qThreadExtraInfo (docs/protocol.md §4). The list describes the
 // threads at the current position.
 //
 //   Hg<id>   thread for g/p (0 or -1: the current thread)      OK / E01

@@ -1,4 +1,4 @@
-// tfind over the live stub (rsp.md §8), routed only when the target has
+// tfind over the live stub (docs/protocol.md §8), routed only when the target has
 // TraceFrames:
 //
 //   QTFrame:<n>                 frame n                  F<frame>T<tracepoint> / F-1

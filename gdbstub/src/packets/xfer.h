@@ -1,4 +1,4 @@
-// qXfer:<object>:read:<annex>:<offset>,<length> (rsp.md §3, §4):
+// qXfer:<object>:read:<annex>:<offset>,<length> (docs/protocol.md §3, §4):
 //   features   the target description: target.xml and its includes
 //   auxv       the recorded auxiliary vector (annex empty); routed only when
 //              the target has one; LLDB needs it to load the executable

@@ -1,5 +1,5 @@
 // Scripted replays of the gdb 13.1 and LLDB 19/22 connection sequences of
-// rsp.md §2, every reply checked, followed by a short debugging session.
+// docs/protocol.md §2, every reply checked, followed by a short debugging session.
 #include <gtest/gtest.h>
 
 #include "session/session_test_util.h"

@@ -24,7 +24,7 @@ namespace {
 using enum Match;
 using C = Capability;
 
-// Every packet the stub answers with something other than "". rsp.md §4 is
+// Every packet the stub answers with something other than "". docs/protocol.md §4 is
 // the reference for each reply.
 constexpr auto kRoutes = std::to_array<Route>({
     // Handshake (handshake.h).

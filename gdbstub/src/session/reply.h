@@ -25,7 +25,7 @@
 
 namespace backstep::gdbstub {
 
-// The error numbers the stub sends. rsp.md fixes E01 for refused writes,
+// The error numbers the stub sends. docs/protocol.md fixes E01 for refused writes,
 // unreadable memory and dead threads; clients print but do not interpret them.
 enum class ErrorCode : std::uint8_t {
   kFailed = 0x01,           // the request is valid but cannot be served

@@ -2,7 +2,7 @@
 //
 // A "trace" of `pcs.size()` positions (default 10) with one thread per
 // position, fixed memory chunks, and every optional capability, each of which
-// can be switched off through `caps`. Resumes follow rsp.md §6 in the
+// can be switched off through `caps`. Resumes follow docs/protocol.md §6 in the
 // simplest way (linear scans, polling the interrupt flag at every position).
 //
 // Registers (amd64 numbering, 18 registers, 16*8 + 8 + 4 = 140-byte `g`):

@@ -9,7 +9,7 @@
 //   stop_points.h            breakpoint and watchpoint bookkeeping (StopPoints)
 //   trace_target_armed_moves.cc  reverse-finish and reverse-next armed moves
 //
-// Positions and threads (docs/rsp.md §6): the cursor's position is a state
+// Positions and threads (docs/protocol.md §6): the cursor's position is a state
 // index. A step of thread T from p executes T's next event e (the first event
 // of T at or after p) and stops where T is about to run its following event
 // (or at e + 1 when T has no more events); a reverse step of T from p stops at

@@ -1,7 +1,7 @@
 // The source-level reverse moves of TraceTarget (reverse-finish,
 // reverse-next), armed by the LLDB plugin or `monitor reverse-finish/next`
 // and run by the next resume packet as one move, so the debugger sees one
-// stop (gdb gets the same landing position from a storm of `bs`, rsp.md §7).
+// stop (gdb gets the same landing position from a storm of `bs`, docs/protocol.md §7).
 // The rules are gdb 13's (infrun.c, reverse stepping); the debugger supplies
 // the line rows, the stub the positions.
 #include <algorithm>

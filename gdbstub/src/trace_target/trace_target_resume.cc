@@ -1,5 +1,5 @@
 // Run control of TraceTarget: steps and continues in both directions, and
-// the armed moves of the monitor commands. The rules are docs/rsp.md §6;
+// the armed moves of the monitor commands. The rules are docs/protocol.md §6;
 // continues are core::RunUntil (which encodes them), steps use the index's
 // per-thread event lists.
 #include <algorithm>
@@ -152,7 +152,7 @@ core::StopCondition TraceTarget::Condition(const std::atomic<bool>* interrupt) c
 core::Status TraceTarget::MoveTo(core::Position p, std::optional<core::ThreadId> thread) {
   // NOTE: short moves step: a backward step undoes the cursor's journal
   // (sub-microsecond), where Seek() replays from a keyframe each time
-  // (a `reverse-next` is thousands of `bs`, rsp.md §7).
+  // (a `reverse-next` is thousands of `bs`, docs/protocol.md §7).
   const core::Position from = cursor_->position();
   const std::uint64_t reach = core::KeyframeInterval(*trace_);
   if (p < from && from - p <= reach) {

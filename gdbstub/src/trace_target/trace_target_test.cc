@@ -1,5 +1,5 @@
 // TraceTarget over a generated REVEN trace: registers and memory against a
-// plain cursor, steps and continues both ways (rsp.md §6), breakpoints,
+// plain cursor, steps and continues both ways (docs/protocol.md §6), breakpoints,
 // watchpoints, interrupts, armed moves and trace frames.
 #include "trace_target/trace_target.h"
 

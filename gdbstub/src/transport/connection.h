@@ -4,7 +4,7 @@
 // The thread reads what the client sends, feeds it to the client's Session
 // and writes the replies back, in a plain blocking loop: every packet costs
 // one thread wake-up, which keeps `bs` + `g` + `m` round trips in the tens of
-// microseconds (rsp.md §7). While a continue is computed (on a helper
+// microseconds (docs/protocol.md §7). While a continue is computed (on a helper
 // thread, see watched_target.h) the connection thread keeps reading: a 0x03
 // becomes Session::RequestInterrupt() at once, other bytes wait for the
 // session. Closing (client EOF, `D`/`k`, a write error, RequestStop()) ends

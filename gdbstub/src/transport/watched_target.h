@@ -6,7 +6,7 @@
 // so `bs` + `g` + `m` cost one thread wake-up each. A continue (`c`, `bc`,
 // vCont with `c`) may scan: the decorator hands it to the ResumeWatcher,
 // which runs it on a helper thread while the connection thread watches the
-// client for 0x03 and turns it into Session::RequestInterrupt() (rsp.md
+// client for 0x03 and turns it into Session::RequestInterrupt() (docs/protocol.md
 // §6.8). Every capability other than reverse execution is the inner
 // target's own object.
 //

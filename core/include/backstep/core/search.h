@@ -1,7 +1,7 @@
 // Stop conditions and searches: run forward or backward until something
 // happens, answered from the indexes, never by stepping event by event.
 //
-// Semantics follow gdb's reverse-execution rules (docs/rsp.md §6), stated in
+// Semantics follow gdb's reverse-execution rules (docs/protocol.md §6), stated in
 // states (positions):
 //   forward from p:  the smallest of
 //       q > p with pc(q) in breakpoints (thread filter applies to q's thread),

@@ -22,7 +22,7 @@
 //   * a V block of tsv 1 `$backstep_position` = P in every frame;
 //   * every frame has the same size (padded with empty M blocks at address 0
 //     and repeated V blocks): gdb 13.1's seek bug in pc/range/outside/line
-//     scans (rsp.md §9) then lands on frame headers and finds the right
+//     scans (docs/protocol.md §9) then lands on frame headers and finds the right
 //     frames.
 //
 // Two passes over the selected positions: the first collects the distinct

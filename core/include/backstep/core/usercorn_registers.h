@@ -5,7 +5,7 @@
 // Each supported architecture has one table (usercorn_registers.cc) whose
 // entries name the canonical register (ArchDescription::Find) each Unicorn
 // enum feeds; the table is resolved once. Adding i386, ARM or AArch64 means
-// adding a table (formats.md §2.4 lists their enums) and the
+// adding a table (docs/formats/usercorn.md §2.4 lists their enums) and the
 // ArchDescription it points at; nothing else here changes.
 //
 // Two kinds of entries:

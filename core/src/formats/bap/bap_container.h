@@ -8,7 +8,7 @@
 // says so); otherwise T must lie after the frames' start, hold m >= 1 and a
 // whole number of u64 entries, each an offset in [48, T], non-decreasing.
 // The TOC is described, not trusted: producers disagree on its entries
-// (formats.md §4.1), so frames are always found by their length prefixes.
+// (docs/formats/bap.md §4.1), so frames are always found by their length prefixes.
 //
 // BapFrameAt() decodes the frame whose length field is at `offset` into
 // `frame` (protobuf, no allocation beyond what the frame's own bytes need:

@@ -1,4 +1,4 @@
-// Constants of BAP's `frames` trace container (shared/docs/formats.md §4).
+// Constants of BAP's `frames` trace container (docs/formats/bap.md §4).
 //
 // File (all u64 little-endian):
 //   off 0  magic 0x677c28828aaf6025      off 8  version (1, 2 or 3)

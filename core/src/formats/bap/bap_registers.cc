@@ -7,7 +7,7 @@
 namespace backstep::core {
 namespace {
 
-// frame_arch.h's enum (formats.md §4.3), for "not supported yet" messages.
+// frame_arch.h's enum (docs/formats/bap.md §4.3), for "not supported yet" messages.
 constexpr std::array<std::string_view, 82> kArchNames = {
     "unknown", "obscure", "m68k",  "vax",     "i960",       "or32",    "sparc",     "spu",
     "mips",    "i386",    "l1om",  "we32k",   "tahoe",      "i860",    "i370",      "romp",

@@ -1,4 +1,4 @@
-// REVEN's trace.cache (formats.md §1.4): resume points with full registers.
+// REVEN's trace.cache (docs/formats/reven.md §1.4): resume points with full registers.
 //
 // Byte layout after the binresource metadata (resource type 2):
 //   Header section       { u32 page_size }

@@ -16,7 +16,7 @@ std::string_view OperatorName(std::uint8_t op) {
   return op <= kRevenMaxOperator ? kNames[op] : "?";
 }
 
-// Exception names of formats.md §1.6 (Bochs may append " with error code N").
+// Exception names of docs/formats/reven.md §1.6 (Bochs may append " with error code N").
 constexpr std::string_view kExceptions[] = {
     "divide error",
     "debug",
@@ -225,7 +225,7 @@ Status RevenEventDecoder::DecodeDiff(ByteReader& r, std::uint64_t start, std::ui
       }
     }
     // Nibble 0xF in either half: 14 entries here, and the event goes on in
-    // another chunk (formats.md §1.3). 0xFF would be ambiguous: invalid.
+    // another chunk (docs/formats/reven.md §1.3). 0xFF would be ambiguous: invalid.
     if (m != kRevenContinuationNibble && n != kRevenContinuationNibble) return Status::Ok();
     count = r.U8();
     if (r.ok() && count == 0xff) {
@@ -234,7 +234,7 @@ Status RevenEventDecoder::DecodeDiff(ByteReader& r, std::uint64_t start, std::ui
   }
 }
 
-// Descriptions are the producers' own strings (formats.md §1.6); anything
+// Descriptions are the producers' own strings (docs/formats/reven.md §1.6); anything
 // we do not recognise stays a marker with its text, nothing is lost.
 EventKind RevenEventDecoder::Classify(std::string_view d) {
   if (d.starts_with("interrupt ") || d.starts_with("hw interrupt ")) return EventKind::kInterrupt;

@@ -1,5 +1,5 @@
 // RevenEventDecoder: decodes REVEN register values and events into
-// canonical Events (formats.md §1.3).
+// canonical Events (docs/formats/reven.md §1.3).
 //
 //   event     := 0xFF 0xFF str8(description) diff     "other" event
 //              | diff                                 instruction (first byte < 0xFF)

@@ -2,7 +2,7 @@
 //
 // The byte layout, the register mapping and the quirks backstep handles are
 // described in docs/formats/reven.md; the normative reference is
-// shared/docs/formats.md §1. Everything here is little-endian.
+// docs/formats/reven.md §1. Everything here is little-endian.
 //
 // File = binresource metadata (kRevenMetadataSizeV1 or kRevenMetadataSizeV0 bytes),
 // then sections, each `u64 size` + payload (+ padding up to `size`).
@@ -16,7 +16,7 @@
 
 namespace backstep::core {
 
-// --- binresource metadata (formats.md §1.1) ---
+// --- binresource metadata (docs/formats/reven.md §1.1) ---
 inline constexpr std::uint64_t kRevenMagic = 0x72766e62696e7273;        // "srnibnvr" on disk
 inline constexpr std::uint64_t kRevenLegacyMagic = 0x7262696e72737263;  // metadata version 0
 inline constexpr std::uint32_t kRevenMetadataVersion = 1;               // newest we read
@@ -33,7 +33,7 @@ inline constexpr std::uint64_t kRevenMetadataSizeV0 = 3640 - 4 - 8 - 512;
 // The only major format version we read ("1.0.1" is current).
 inline constexpr char kRevenFormatVersion[] = "1.0.1";
 
-// --- machine description (formats.md §1.2) ---
+// --- machine description (docs/formats/reven.md §1.2) ---
 inline constexpr std::uint32_t kRevenArchX64V1 = 0x31343678;    // 'x641'
 inline constexpr std::uint32_t kRevenArchArm64V1 = 0x316d7261;  // 'arm1'
 inline constexpr std::uint8_t kRevenMinPhySize = 1;
@@ -45,7 +45,7 @@ inline constexpr std::uint8_t kRevenInvalidOperationId = 0xff;
 // (register_file.h), which the reader uses directly.
 inline constexpr std::uint8_t kRevenMaxOperator = 3;
 
-// --- events (formats.md §1.3) ---
+// --- events (docs/formats/reven.md §1.3) ---
 // First byte 0xff: not an instruction; the next byte is the event type.
 inline constexpr std::uint8_t kRevenNotInstruction = 0xff;
 inline constexpr std::uint8_t kRevenEventTypeOther = 0xff;
@@ -57,7 +57,7 @@ inline constexpr std::uint8_t kRevenEntriesPerFullChunk = 14;
 inline constexpr std::uint8_t kRevenLengthEscape = 0xff;
 inline constexpr std::uint8_t kRevenRegisterIdEscape = 0xff;
 
-// --- cache (formats.md §1.4) ---
+// --- cache (docs/formats/reven.md §1.4) ---
 // Bytes of one index entry before its pages; bytes of one page entry.
 inline constexpr std::uint64_t kRevenCacheEntryFixedSize = 8 + 8 + 8 + 4;
 inline constexpr std::uint64_t kRevenCachePageEntrySize = 8 + 8;

@@ -1,5 +1,5 @@
 // RevenMachine: the machine description section of a trace.bin, as declared
-// by its producer (formats.md §1.2).
+// by its producer (docs/formats/reven.md §1.2).
 //
 // Byte layout of the payload:
 //   u32 arch magic ('x641' | 'arm1') ; u8 PHY_SIZE (1..8)

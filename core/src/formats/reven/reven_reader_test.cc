@@ -1,6 +1,6 @@
 // RevenReader against hand-built bytes: the example of the reference
 // reader's own test (tetrane/rvnbintrace test_trace_reader.cpp), rebuilt
-// byte by byte from formats.md §1 without our writer, with register names
+// byte by byte from docs/formats/reven.md §1 without our writer, with register names
 // our table knows (eflags for the reference's eax).
 #include "formats/reven/reven_reader.h"
 

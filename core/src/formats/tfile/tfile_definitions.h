@@ -1,4 +1,4 @@
-// The definition section of a tfile (formats.md §3.1): the typed form of the
+// The definition section of a tfile (docs/formats/tfile.md §3.1): the typed form of the
 // `R`, `tdesc`, `status`, `tsv` and `tp` lines, their parser and their
 // printer.
 //
@@ -60,7 +60,7 @@ struct TfileTracepoint {
   bool operator==(const TfileTracepoint&) const = default;
 };
 
-// The `status` line, split into gdb's fields (formats.md §3.1). Only what was
+// The `status` line, split into gdb's fields (docs/formats/tfile.md §3.1). Only what was
 // present is set; `line` keeps the text after "status ".
 struct TfileStatus {
   std::string line;
@@ -91,7 +91,7 @@ struct TfileDefinitions {
   std::vector<std::size_t> FindTracepoints(std::uint32_t number) const;
   // The number gdb shows for tracepoints[index] after `target tfile` in a
   // session with no other tracepoints: gdb creates them in reverse order of
-  // first appearance, numbering from 1 (formats.md §3.3).
+  // first appearance, numbering from 1 (docs/formats/tfile.md §3.3).
   int GdbLocalNumber(std::size_t index) const {
     return static_cast<int>(tracepoints.size() - index);
   }

@@ -117,7 +117,7 @@ class Exporter {
     }
     // Equal frame sizes: the smallest size every frame can be padded to.
     // gdb 13.1's pc/range/line scans skip frames by the wrong length
-    // (rsp.md §9); with every frame the same size its miscount still lands
+    // (docs/protocol.md §9); with every frame the same size its miscount still lands
     // on a frame header, so the scans find the right frames.
     std::uint64_t size = *sizes.rbegin();
     // No '\n' byte in the size: it also goes into the decoy line.

@@ -1,7 +1,7 @@
 // Constants of gdb's trace file format, TRACE0 ("tfile").
 //
 // Prose, quirks and what gdb does with these files: docs/formats/tfile.md;
-// the normative reference is shared/docs/formats.md §3 (and rsp.md §9 for
+// the normative reference is docs/formats/tfile.md §3 (and docs/protocol.md §9 for
 // the exporter). Frames are in the target's byte order; backstep reads and
 // writes x86-64 only, so everything binary here is little-endian.
 //

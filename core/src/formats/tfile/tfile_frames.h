@@ -1,4 +1,4 @@
-// Trace frames of a tfile (formats.md §3.2): the scan of frame headers done
+// Trace frames of a tfile (docs/formats/tfile.md §3.2): the scan of frame headers done
 // at open, and the decoding of one frame's blocks.
 //
 //   frame := i16 tpnum; u32 size; blocks[size]      tpnum 0: end marker

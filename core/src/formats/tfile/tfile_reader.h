@@ -12,7 +12,7 @@
 //   * registers: its first R block, through the layout; without an R block,
 //     only the pc := the address of its tracepoint, when the frame's target
 //     tracepoint number has exactly one location and no while-stepping (gdb's
-//     guess, formats.md §3.3); otherwise no register at all;
+//     guess, docs/formats/tfile.md §3.3); otherwise no register at all;
 //   * memory: its M blocks, listed in *reverse* file order, so that where
 //     blocks overlap the first one wins, as in gdb (tfile_xfer_partial
 //     serves a read from the first block containing its start);
@@ -89,7 +89,7 @@ class TfileReader final : public TraceReader {
   // The target tracepoint number of frame n. REQUIRES: n < frame_count().
   int frame_tracepoint(std::uint64_t n) const { return frames_[n].tpnum; }
   // The tracepoint location of frame n when its number has exactly one
-  // (what gdb's `tfind pc` compares, formats.md §3.3), else nullptr.
+  // (what gdb's `tfind pc` compares, docs/formats/tfile.md §3.3), else nullptr.
   // REQUIRES: n < frame_count().
   const TfileTracepoint* FrameTracepoint(std::uint64_t n) const;
   // Decodes frame n's blocks: R block, M blocks, V values (the tsv values

@@ -4,7 +4,7 @@
 //   * every event becomes one frame of tracepoint 1 (`tp T1:0:E:0:0`, one
 //     tracepoint at address 0: gdb's `tfind pc` compares tracepoint
 //     addresses, so it finds nothing useful here; `backstep export`
-//     (tfile_exporter.h) emits one tracepoint per pc, rsp.md §9);
+//     (tfile_exporter.h) emits one tracepoint per pc, docs/protocol.md §9);
 //   * the frame's R block holds the event's thread's full register state
 //     after the event (the writer tracks it, honouring
 //     kEventClearsRegisters), in the default layout

@@ -2,7 +2,7 @@
 // frames. The building block of test fixtures, `backstep convert --to
 // tfile` (tfile_trace_writer.h) and `backstep export` (tfile_exporter.h).
 //
-// What it writes, in gdb's order (formats.md §3.1):
+// What it writes, in gdb's order (docs/formats/tfile.md §3.1):
 //   "\x7fTRACE0\n"
 //   R <hex size>                the layout of X86_64().GdbLayout(features)
 //   tdesc <line> ...            that layout as one inline document (optional)
@@ -49,7 +49,7 @@ struct TfileWriterOptions {
   // (gdb and TfileReader ignore what follows a NUL), padded to that offset
   // with comment lines. For exports whose frames all have N data bytes:
   // gdb 13.1's first pc search after `target tfile` seeks to offset 0 + N
-  // (rsp.md §9) and must find a header there. N must not contain a 0x0a
+  // (docs/protocol.md §9) and must find a header there. N must not contain a 0x0a
   // byte, and must be past the first tdesc line; when the tdesc is shorter,
   // the comment lines follow it.
   std::uint32_t decoy_header_size = 0;

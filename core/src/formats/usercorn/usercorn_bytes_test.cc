@@ -1,4 +1,4 @@
-// Hand-built UCIR bytes, written from formats.md §2 without the writer:
+// Hand-built UCIR bytes, written from docs/formats/usercorn.md §2 without the writer:
 // every op, read back field by field; and the writer's bytes compared with
 // them, so that the reader and the writer cannot share a misreading of the
 // spec (big-endian version, u64 MAP/UNMAP/PROT sizes, u32 syscall number,

@@ -1,4 +1,4 @@
-// Constants of usercorn's UCIR trace format (shared/docs/formats.md §2).
+// Constants of usercorn's UCIR trace format (docs/formats/usercorn.md §2).
 //
 // File = 74-byte header, then a Snappy *framing-format* stream whose
 // decompressed bytes are the op stream:
@@ -30,7 +30,7 @@
 
 namespace backstep::core {
 
-// --- header (formats.md §2.1) ---
+// --- header (docs/formats/usercorn.md §2.1) ---
 inline constexpr char kUcirMagic[4] = {'U', 'C', 'I', 'R'};
 inline constexpr std::uint64_t kUcirHeaderSize = 74;
 inline constexpr std::uint64_t kUcirNameSize = 32;  // arch and os fields
@@ -39,7 +39,7 @@ inline constexpr std::uint32_t kUcirVersion = 1;
 inline constexpr std::uint8_t kUcirLittleEndian = 0;
 inline constexpr std::uint8_t kUcirBigEndian = 1;
 
-// --- ops (formats.md §2.2) ---
+// --- ops (docs/formats/usercorn.md §2.2) ---
 enum UcirOp : std::uint8_t {
   kOpNop = 0,
   kOpFrame = 1,

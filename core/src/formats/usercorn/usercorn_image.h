@@ -9,7 +9,7 @@
 //
 // usercorn's tracer trims leading and trailing zero bytes of each mapping's
 // data (Go bytes.Trim) but writes what is left at the mapping's start, so a
-// mapping that began with zeros gets its data too low (formats.md §2.3).
+// mapping that began with zeros gets its data too low (docs/formats/usercorn.md §2.3).
 // That cannot be undone; the image reproduces it (data at the op's address)
 // and TrimWarnings() names mappings where it probably happened.
 //

@@ -1,4 +1,4 @@
-// Decoding of single UCIR ops from the decompressed stream (formats.md
+// Decoding of single UCIR ops from the decompressed stream (docs/formats/usercorn.md
 // §2.2, usercorn_format.h for the byte layout).
 //
 // ReadUcirOp() reads one op's type byte and fields. For FRAME, KEYFRAME and

@@ -7,7 +7,7 @@
 namespace backstep::core {
 namespace {
 
-// Unicorn x86 enum (unicorn/bindings/go/unicorn/x86_const.go), formats.md
+// Unicorn x86 enum (unicorn/bindings/go/unicorn/x86_const.go), docs/formats/usercorn.md
 // §2.4. Tracked entries first, in the order usercorn's keyframe sends them:
 // names without digits alphabetically, then r8..r15.
 constexpr UnicornRegister kX86_64[] = {
@@ -166,7 +166,7 @@ constexpr UnicornRegister kX86_64[] = {
 };
 constexpr std::uint16_t kX86_64Pc = 41;  // UC_X86_REG_RIP
 
-// Unicorn x86 enum for a 32-bit ("x86") trace, formats.md §2.4: the eight
+// Unicorn x86 enum for a 32-bit ("x86") trace, docs/formats/usercorn.md §2.4: the eight
 // GPRs are tracked (keyframe order: names alphabetically), the rest are
 // optional, with the same enums as x86_64's for the x87/SSE state.
 constexpr UnicornRegister kX86[] = {

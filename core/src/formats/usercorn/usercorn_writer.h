@@ -57,7 +57,7 @@ struct UsercornWriterOptions {
   std::uint8_t code_order = kUcirLittleEndian, data_order = kUcirLittleEndian;
   SnappyChunkMode chunk_mode = SnappyChunkMode::kAuto;
   std::size_t chunk_size = kSnappyMaxChunkData;
-  // Begin(): reproduce usercorn's keyframe bug (formats.md §2.3): trim the
+  // Begin(): reproduce usercorn's keyframe bug (docs/formats/usercorn.md §2.3): trim the
   // leading and trailing zero bytes of a mapping's data and write the rest
   // at the mapping's start. Default: trim both ends and write the rest where
   // it belongs.

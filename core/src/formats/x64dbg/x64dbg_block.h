@@ -1,7 +1,7 @@
 // One x64dbg trace block (type 0: an executed instruction), decoded in place
 // from the mapped file, and its encoder.
 //
-// Layout (formats.md §5.2): u8 type=0, u8 RC, u8 MC, u8 flags (bit 7 thread
+// Layout (docs/formats/x64dbg.md §5.2): u8 type=0, u8 RC, u8 MC, u8 flags (bit 7 thread
 // id present, bits 0-3 opcode length 1..15, bits 4-6 zero), [u32 tid],
 // opcode, RC relative slot indexes, RC duint values, MC memory flags, MC duint
 // addresses, MC duint old values, then one duint new value per entry whose
@@ -42,7 +42,7 @@ struct X64dbgBlock {
 };
 
 // Decodes the block at `offset` of `file`. `force_thread` reads a thread id
-// even when bit 7 is clear (x64dbg's thread-flag quirk, formats.md §5.5).
+// even when bit 7 is clear (x64dbg's thread-flag quirk, docs/formats/x64dbg.md §5.5).
 // Corruption (naming `name` and the offset) for a block that is truncated,
 // of another type, with reserved bits, opcode length 0 or a slot beyond
 // `slot_count`.

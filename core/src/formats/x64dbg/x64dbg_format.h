@@ -1,5 +1,5 @@
 // Byte-level constants of x64dbg trace files (`.trace64`, `.trace32`);
-// docs/formats/x64dbg.md and formats.md §5 have the layout.
+// docs/formats/x64dbg.md and docs/formats/x64dbg.md §5 have the layout.
 //
 // Thread-safety: constants.
 #pragma once
@@ -22,7 +22,7 @@ inline constexpr std::uint8_t kX64dbgMemUnchanged = 0x01;
 // x64dbg writes a full register dump on these block numbers of a session.
 inline constexpr std::uint64_t kX64dbgFullDumpEvery = 512;
 
-// PUSH, PUSHF and CALL (formats.md §5.4): x64dbg forces their last memory
+// PUSH, PUSHF and CALL (docs/formats/x64dbg.md §5.4): x64dbg forces their last memory
 // entry onto the new stack slot, keeping an old value read elsewhere; the
 // reader and the writer both apply that rule to an opcode's bytes.
 bool X64dbgIsPushOrCall(std::span<const std::uint8_t> op, bool is64);

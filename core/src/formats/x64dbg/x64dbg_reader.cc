@@ -328,7 +328,7 @@ bool X64dbgReader::Sniff(std::span<const std::uint8_t> head) {
   return head.size() >= 4 && std::memcmp(head.data(), kX64dbgMagic, 4) == 0;
 }
 
-// PUSH, PUSHF and CALL (formats.md §5.4): x64dbg forces their last memory
+// PUSH, PUSHF and CALL (docs/formats/x64dbg.md §5.4): x64dbg forces their last memory
 // entry onto the new stack slot, keeping an old value read elsewhere.
 bool X64dbgIsPushOrCall(std::span<const std::uint8_t> op, bool is64) {
   std::size_t i = 0;

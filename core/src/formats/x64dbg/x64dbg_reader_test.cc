@@ -1,4 +1,4 @@
-// The reader against hand-built bytes (formats.md §5), sharing no code with
+// The reader against hand-built bytes (docs/formats/x64dbg.md §5), sharing no code with
 // the writer or the block encoder: relative slot indexing, old/new values,
 // the thread-id flag and x64dbg's thread-flag quirk, thread switch markers,
 // the PUSH stack-slot rule, the end of the trace, and a full dump's slot map

@@ -257,7 +257,7 @@ void X64dbgDumpLayout::Encode(const RegisterFile& regs, std::span<std::uint8_t> 
   }
   if (fpr_known && regs.known(eflags_) && regs.known(fctrl_) && regs.known(ftag_) &&
       regs.known(mxcsr_)) {
-    // The fields x64dbg derives (formats.md §5.3), same relative layout for
+    // The fields x64dbg derives (docs/formats/x64dbg.md §5.3), same relative layout for
     // both pointer sizes.
     const std::uint64_t fl = regs.u64(eflags_), sw = regs.u64(fstat_), cw = regs.u64(fctrl_);
     const std::uint64_t tags = regs.u64(ftag_), mx = regs.u64(mxcsr_);

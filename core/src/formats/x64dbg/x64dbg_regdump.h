@@ -1,7 +1,7 @@
 // X64dbgDumpLayout: x64dbg's REGDUMP (one "slot" = one pointer-sized word)
 // mapped onto an architecture table.
 //
-// formats.md §5.3 has the slot map. Every byte of the dump is one of:
+// docs/formats/x64dbg.md §5.3 has the slot map. Every byte of the dump is one of:
 //   * a piece of a table register (rax at slot 0, gs at slot 18 +0, xmm3 at
 //     slots 46-47, ymm3h at slots 86-87, lasterror at slot 171 +4, ...);
 //   * the x87 RegisterArea (80 bytes in ST order), which gives fpr0..fpr7

@@ -36,7 +36,7 @@ class ReverseExecution {
   virtual ~ReverseExecution() = default;
   // Moves the current position backwards: one instruction of `thread` (any
   // thread when nullopt) for kStep; to the closest earlier breakpoint or
-  // watched write for kContinue (rsp.md §6). At position 0 the position stays
+  // watched write for kContinue (docs/protocol.md §6). At position 0 the position stays
   // and the reason is HistoryEdge{kBegin}. Polls `*interrupt` (when non-null)
   // during long searches and returns Interrupted once it is set.
   virtual core::Expected<StopReason> ResumeBackward(ResumeKind kind,
@@ -88,7 +88,7 @@ class Watchpoints {
                                         std::uint64_t length) = 0;
 };
 
-// `tfind` over the live stub (QTFrame, qTStatus; rsp.md §8). Frame and
+// `tfind` over the live stub (QTFrame, qTStatus; docs/protocol.md §8). Frame and
 // tracepoint numbers are C ints on gdb's side: both stay below 2^31.
 struct FrameByNumber {
   std::uint32_t frame = 0;

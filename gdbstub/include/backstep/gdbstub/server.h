@@ -6,7 +6,7 @@
 // connection is served by a thread of its own in a blocking loop (one thread
 // wake-up per packet); a continue runs on a helper thread while the
 // connection thread keeps reading, so a client's 0x03 interrupts it
-// (docs/rsp.md §6.8). The thread calling Run() accepts clients and handles
+// (docs/protocol.md §6.8). The thread calling Run() accepts clients and handles
 // signals.
 //
 // Transports:

@@ -127,7 +127,7 @@ class Target {
 
   // ---- Execution (forward). One instruction of `thread` (any thread when
   // nullopt) for kStep; to the closest later breakpoint or watchpoint for
-  // kContinue (rsp.md §6). At the end of the trace the position stays and the
+  // kContinue (docs/protocol.md §6). At the end of the trace the position stays and the
   // reason is HistoryEdge{kEnd}. Polls `*interrupt` (when non-null) and
   // returns Interrupted once it is set. Errors become `E` replies.
   virtual core::Expected<StopReason> Resume(ResumeKind kind, std::optional<core::ThreadId> thread,
