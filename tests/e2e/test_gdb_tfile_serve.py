@@ -10,7 +10,7 @@ a tfile of thousands of frames that the test has gdbserver write with a
 `while-stepping` tracepoint on tests/programs/tracepoints.c.
 
 Usage: test_gdb_tfile_serve.py --backstep BIN --make-example BIN
-           --program tests/programs/tracepoints (static, -O0 -g) --samples DIR
+           --program PROG (tests/programs/tracepoints.c, static, -O0 -g) --samples DIR
 """
 
 import argparse

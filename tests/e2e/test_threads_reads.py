@@ -1,7 +1,7 @@
 """gdb 13 and lldb-19 on a two-thread i386 trace with partial state.
 
 The trace is the usercorn "x86" file written by backstep_make_threads_trace
-(core/src/testing/i386_threads_trace.h): thread 1 loops reading and writing
+(core/testing/include/backstep/testing/i386_threads_trace.h): thread 1 loops reading and writing
 `counter`, thread 2 sets eax and esp, writes `flag`, then reads `counter`.
 eflags, selectors and the x87/SSE registers are never recorded, thread 2's
 registers are unknown until it sets them, and memory is known only inside

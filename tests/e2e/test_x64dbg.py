@@ -1,6 +1,6 @@
 """gdb 13 and lldb-19 against `backstep serve` on x64dbg traces written by our
 writer: a .trace64 and a .trace32 of a hand-made two-thread program
-(core/src/testing/x64dbg_fixtures.h; tests/tools/make_x64dbg.cc prints its
+(core/testing/include/backstep/testing/x64dbg_fixtures.h; tests/tools/make_x64dbg.cc prints its
 facts).
 
 Checks: both threads listed, registers <unavailable> before the first full

@@ -1,4 +1,4 @@
-/* Signal handlers (tests/e2e/test_recorded_signals.py, record_replay_test):
+/* Signal handlers (tests/e2e/test_recorded_threads_signals.py, record_replay_test):
  * SIGUSR1 raised by the program itself, SIGALRM interrupting pause(). The
  * recording holds each delivery (the frame the kernel writes on the stack),
  * the handlers' instructions and rt_sigreturn. The tests find source lines

@@ -1,4 +1,4 @@
-/* Producer/consumer on two threads (tests/e2e/test_recorded_threads.py):
+/* Producer/consumer on two threads (tests/e2e/test_recorded_threads_signals.py):
  * a mutex-protected slot, handed over with a condition variable, and a
  * `counter` both threads increment without the lock (a data race; the
  * recording serialises the threads, so no update is lost there). The tests

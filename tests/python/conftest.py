@@ -117,7 +117,7 @@ def dataflow_pie(workdir, backstep_bin):
 
 def make_partial(workdir, name, maker, file_name):
     """A multi-thread partial-state trace with recorded reads, written by one
-    of our writers from a hand-made program (tests/tools/make_{x64dbg,bap})."""
+    of our writers from a hand-made program (tests/tools/make_{x64dbg,bap}.cc)."""
     path = os.path.join(workdir, file_name)
     run([env_path(maker), path])
     return Fixture(name, path)

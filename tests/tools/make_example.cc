@@ -1,5 +1,5 @@
 // backstep_make_example: writes the built-in example trace (a generated REVEN
-// rvnbintrace with 4-level paging, see core/src/testing/reven_generator.h).
+// rvnbintrace with 4-level paging, see core/testing/include/backstep/testing/reven_generator.h).
 //
 //   backstep_make_example OUT [--events N] [--seed S] [--cache-every K]
 //   backstep_make_example --print-stack-address   (a stack address to dump)

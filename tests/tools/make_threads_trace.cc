@@ -1,5 +1,5 @@
 // backstep_make_threads_trace OUT: writes the two-thread i386 usercorn trace
-// of core/src/testing/i386_threads_trace.h and prints its facts, one
+// of core/testing/include/backstep/testing/i386_threads_trace.h and prints its facts, one
 // "key value" line each, for tests/e2e/test_threads_reads.py.
 #include <cstdio>
 #include <string>

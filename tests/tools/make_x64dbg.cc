@@ -1,5 +1,5 @@
 // make_x64dbg OUT [--i386] [--instructions N] [--reveal N]: writes the
-// hand-made two-thread program (core/src/testing/x64dbg_fixtures.h) as an
+// hand-made two-thread program (core/testing/include/backstep/testing/x64dbg_fixtures.h) as an
 // x64dbg trace with our writer and prints facts the end-to-end tests check,
 // one "key value" per line: events, the last event that reads the counter,
 // the first position at which thread B's stack slot is written, and the

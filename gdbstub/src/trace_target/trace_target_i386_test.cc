@@ -1,5 +1,5 @@
 // TraceTarget over the two-thread i386 usercorn trace of
-// core/src/testing/i386_threads_trace.h: everything the stub serves comes
+// core/testing/include/backstep/testing/i386_threads_trace.h: everything the stub serves comes
 // from the i386 table (layout, target.xml, expedited registers, host info),
 // every thread of the trace is listed at every position, and a thread's
 // registers are its own (unknown before its first event).

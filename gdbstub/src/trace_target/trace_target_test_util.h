@@ -1,6 +1,6 @@
 // Shared fixtures of the TraceTarget tests: one generated REVEN trace per
 // test binary (physical memory, 4-level paging, planted far_pc and
-// once_address; core/src/testing/reven_generator.h), opened with small
+// once_address; core/testing/include/backstep/testing/reven_generator.h), opened with small
 // index blocks so that searches cross keyframes and segments.
 //
 // Thread-safety: SharedReven() is initialised once (function-local static).
