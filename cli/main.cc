@@ -18,7 +18,7 @@ Commands:
   dump TRACE --at N [--regs] [--mem ADDR LEN]... [--phys] [--thread T]
                                   state at position N (0 = before the first event;
                                   N may also be "end" or a percentage like 50%)
-  convert IN -o OUT --to FORMAT   write IN in another format (formats: reven, usercorn, tfile, x64dbg)
+  convert IN -o OUT --to FORMAT   write IN in another format: reven, tfile, usercorn, x64dbg, bap
   export TRACE -o OUT.tf [--from N] [--to M] [--every K | --at-pc ADDR]... [--mem ADDR:LEN]...
                                   write positions N..M as a gdb trace file for
                                   `target tfile` + tfind (registers, a stack window,

@@ -10,6 +10,10 @@
       Every route of gdbstub/src/session/packet_table.cc has a row in the
       "Packet routes" table of docs/protocol.md, every row is a route, and the
       file a row names declares or defines the route's handler.
+  check_docs.py formats SOURCE_DIR
+      Every format of core/src/formats/format_registry.cc (its reader's
+      kFormatName) is named where `convert --to` is documented: the usage text
+      in cli/main.cc, docs/usage-cli.md and docs/formats/README.md.
 
 Prints one line per problem (file:line: what) and exits 1 if there is any.
 """
@@ -269,12 +273,53 @@ def check_packets(root):
     return problems
 
 
+def registry_format_names(root):
+    """The kFormatName of each reader in the registry, in registry order."""
+    with open(os.path.join(root, "core/src/formats/format_registry.cc"), encoding="utf-8") as f:
+        readers = re.findall(r"FormatEntry<(\w+),", f.read())
+    headers = ""
+    for header in sorted(glob.glob(os.path.join(root, "core/src/formats/*/*.h"))):
+        with open(header, encoding="utf-8") as f:
+            headers += f.read()
+    names = []
+    for reader in readers:
+        m = re.search(r"class %s\b[^;{]*\{.*?kFormatName = \"(\w+)\"" % reader, headers, re.S)
+        names.append(m.group(1) if m else None)
+    return readers, names
+
+
+def check_formats(root):
+    readers, names = registry_format_names(root)
+    if not readers:
+        return ["core/src/formats/format_registry.cc: no FormatEntry found"]
+    problems = ["core/src/formats: no kFormatName for %s" % r for r, n in zip(readers, names) if not n]
+    # (file, what marks the paragraph that lists the formats)
+    places = [("cli/main.cc", "convert IN -o OUT"), ("docs/usage-cli.md", "* **convert**"),
+              ("docs/formats/README.md", "## The format registry")]
+    for path, marker in places:
+        with open(os.path.join(root, path), encoding="utf-8") as f:
+            text = f.read()
+        start = text.find(marker)
+        if start < 0:
+            problems.append("%s: no \"%s\" to check the format list in" % (path, marker))
+            continue
+        end = text.find("\n\n", start + len(marker) + 2)
+        paragraph = text[start:end if end >= 0 else len(text)]
+        if path.endswith(".cc"):
+            paragraph = paragraph.split("\n")[0]
+        for name in filter(None, names):
+            if not re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(name), paragraph):
+                problems.append("%s: the format list after \"%s\" lacks %s (in %s)" %
+                                (path, marker, name, "core/src/formats/format_registry.cc"))
+    return problems
+
+
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in ("paths", "packets"):
-        sys.stderr.write("usage: check_docs.py paths|packets SOURCE_DIR\n")
+    checks = {"paths": check_paths, "packets": check_packets, "formats": check_formats}
+    if len(sys.argv) != 3 or sys.argv[1] not in checks:
+        sys.stderr.write("usage: check_docs.py paths|packets|formats SOURCE_DIR\n")
         return 2
-    root = os.path.abspath(sys.argv[2])
-    problems = check_paths(root) if sys.argv[1] == "paths" else check_packets(root)
+    problems = checks[sys.argv[1]](os.path.abspath(sys.argv[2]))
     for p in problems:
         print(p)
     print("%s: %d problem%s" % (sys.argv[1], len(problems), "" if len(problems) == 1 else "s"))
