@@ -2,7 +2,7 @@
 //
 // --single-pass builds without the parallel parts a trace.cache allows: the
 // build takes longer, but reads late in the trace consult one segment fewer
-// (README, Benchmarks).
+// (docs/benchmarks.md).
 #include <unistd.h>
 
 #include <cstdio>

@@ -81,7 +81,7 @@ class Side:
         if self.exe:
             # What `target tfile` does by itself: read code the trace did not
             # collect from the program file (gdb's prologue analysis of the
-            # uploaded tracepoint's location needs it; README, tfile serving).
+            # uploaded tracepoint's location needs it; docs/usage-serve.md, tfile serving).
             connect = "set trust-readonly-sections on\n" + connect
         return gdb_session(self.env, connect, commands, self.exe)
 
