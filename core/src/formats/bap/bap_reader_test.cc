@@ -20,7 +20,7 @@ std::string Property(const TraceHeader& h, const std::string& key) {
   return "<none>";
 }
 
-// What docs/formats/bap.md §4.4 and docs/formats/bap.md say each frame of
+// What docs/formats/bap.md (§4.4 and "Events") says each frame of
 // SmallBapFrames() means, written out by hand.
 const std::vector<std::string> kSmallEvents = {
     "instruction t1 R0x401000=488b042500106000 R0x601000=8877665544332211 "

@@ -1,5 +1,5 @@
 // The container shared by trace.bin and trace.cache: binresource metadata and
-// section framing (docs/formats/reven.md §1.1-1.2, docs/formats/reven.md).
+// section framing (docs/formats/reven.md §1.1-1.2).
 //
 // Metadata: magic u64 | [metadata_version u32 when the magic is the new one]
 // | resource type u32 | format_version, tool_name, [tool_version when

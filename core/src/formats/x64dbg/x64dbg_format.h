@@ -1,5 +1,5 @@
 // Byte-level constants of x64dbg trace files (`.trace64`, `.trace32`);
-// docs/formats/x64dbg.md and docs/formats/x64dbg.md §5 have the layout.
+// docs/formats/x64dbg.md (§5: the layout) has the details.
 //
 // Thread-safety: constants.
 #pragma once
