@@ -5,7 +5,9 @@
       Every repository path cited in README.md, CONTRIBUTING.md, docs/**/*.md
       and in the comments of the sources exists; every relative Markdown link
       (and its #anchor) resolves; every `docs/<page>.md §N` names a section of
-      that page and every `docs/lldb.md F<n>` a fact of that page.
+      that page and every `docs/lldb.md F<n>` a fact of that page; and no
+      comment or page cites the design notes that lived outside the repository
+      (the rsp, design, formats, lldb and style notes of the shared docs folder).
   check_docs.py packets SOURCE_DIR
       Every route of gdbstub/src/session/packet_table.cc has a row in the
       "Packet routes" table of docs/protocol.md, every row is a route, and the
@@ -168,6 +170,8 @@ def check_paths(root):
     section_re = re.compile(r"(docs/[\w./-]+\.md)`?\s*(?:(?://|#|\*)\s*)?§\s*(\d+(?:\.\d+)*)")
     fact_re = re.compile(r"docs/lldb\.md`?\s+(F\d+)")
     link_re = re.compile(r"\]\(([^()\s]+)\)")
+    # The design notes that lived outside the repository, cited without docs/.
+    outside_re = re.compile(r"(?<![\w./-])(?:\.\./)?(?:shared/docs/\S*|(?:rsp|design|formats|lldb|style)\.md)")
     pages = {}
 
     def page(path):
@@ -198,6 +202,12 @@ def check_paths(root):
                     continue  # a bare word such as "core" or "docs"
                 if not path_exists(root, cited):
                     problems.append("%s: cites %s, which does not exist" % (where, cited))
+            for m in outside_re.finditer(line):
+                if line[max(m.start() - 1, 0):m.start()] == "[" or line[:m.start()].endswith("]("):
+                    continue  # a Markdown link to a page of docs/ (checked below)
+                problems.append("%s: cites %s, outside the repository (docs/ has it now: "
+                                "docs/protocol.md, docs/architecture.md, docs/formats/, "
+                                "docs/lldb.md, CONTRIBUTING.md)" % (where, m.group(0)))
             following = numbered[k + 1][1] if k + 1 < len(numbered) else ""
             joined = line + "\n" + following
             for m in section_re.finditer(joined):
@@ -238,6 +248,8 @@ def check_packets(root):
         routes[m.group(1).encode().decode("unicode_escape")] = m.group(2)
     if not routes:
         return ["%s: no route found (has the table's shape changed?)" % table_path]
+    if not os.path.isfile(os.path.join(root, doc_path)):
+        return ["%s: missing (it must document every route of %s)" % (doc_path, table_path)]
     with open(os.path.join(root, doc_path), encoding="utf-8") as f:
         doc = f.read().split("\n")
     rows = {}
@@ -297,6 +309,9 @@ def check_formats(root):
     places = [("cli/main.cc", "convert IN -o OUT"), ("docs/usage-cli.md", "* **convert**"),
               ("docs/formats/README.md", "## The format registry")]
     for path, marker in places:
+        if not os.path.isfile(os.path.join(root, path)):
+            problems.append("%s: missing (it must list the formats of the registry)" % path)
+            continue
         with open(os.path.join(root, path), encoding="utf-8") as f:
             text = f.read()
         start = text.find(marker)
