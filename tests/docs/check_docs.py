@@ -37,8 +37,9 @@ def source_files(root):
     """Yields every file of the tree, relative to root, skipping build trees and hidden dirs."""
     for dirpath, dirnames, filenames in os.walk(root):
         rel = os.path.relpath(dirpath, root)
+        top = rel == "."
         dirnames[:] = sorted(d for d in dirnames
-                             if not d.startswith(".") and not (rel == "." and d.startswith("build")))
+                             if not d.startswith(".") and not (top and d.startswith("build")))
         if rel == "." and os.path.isdir(os.path.join(root, ".ci")):
             dirnames.append(".ci")
         for name in sorted(filenames):
@@ -76,7 +77,8 @@ def comment_lines(path, text):
             except SyntaxError:
                 tree = None
             for node in ast.walk(tree) if tree else []:
-                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                     ast.AsyncFunctionDef)):
                     body = node.body
                     if body and isinstance(body[0], ast.Expr) and isinstance(
                             getattr(body[0], "value", None), ast.Constant) and isinstance(
@@ -171,7 +173,8 @@ def check_paths(root):
     fact_re = re.compile(r"docs/lldb\.md`?\s+(F\d+)")
     link_re = re.compile(r"\]\(([^()\s]+)\)")
     # The design notes that lived outside the repository, cited without docs/.
-    outside_re = re.compile(r"(?<![\w./-])(?:\.\./)?(?:shared/docs/\S*|(?:rsp|design|formats|lldb|style)\.md)")
+    outside_re = re.compile(r"(?<![\w./-])(?:\.\./)?"
+                            r"(?:shared/docs/\S*|(?:rsp|design|formats|lldb|style)\.md)")
     pages = {}
 
     def page(path):
@@ -214,7 +217,8 @@ def check_paths(root):
                 if m.start() >= len(line):
                     continue
                 target, number = m.group(1), m.group(2)
-                if os.path.isfile(os.path.join(root, target)) and not page(target).has_section(number):
+                if (os.path.isfile(os.path.join(root, target))
+                        and not page(target).has_section(number)):
                     problems.append("%s: cites %s §%s, a section that page does not have" %
                                     (where, target, number))
             for m in fact_re.finditer(line):
@@ -229,11 +233,15 @@ def check_paths(root):
                 if re.match(r"^[a-z]+:", link):
                     continue
                 target, _, anchor = link.partition("#")
-                target = os.path.normpath(os.path.join(os.path.dirname(path), target)) if target else path
+                if target:
+                    target = os.path.normpath(os.path.join(os.path.dirname(path), target))
+                else:
+                    target = path
                 if not os.path.exists(os.path.join(root, target)):
                     problems.append("%s: links to %s, which does not exist" % (where, link))
                 elif anchor and target.endswith(".md") and anchor not in page(target).anchors:
-                    problems.append("%s: links to %s, a heading %s does not have" % (where, link, target))
+                    problems.append("%s: links to %s, a heading %s does not have" %
+                                    (where, link, target))
     return problems
 
 
@@ -304,7 +312,8 @@ def check_formats(root):
     readers, names = registry_format_names(root)
     if not readers:
         return ["core/src/formats/format_registry.cc: no FormatEntry found"]
-    problems = ["core/src/formats: no kFormatName for %s" % r for r, n in zip(readers, names) if not n]
+    problems = ["core/src/formats: no kFormatName for %s" % r
+                for r, n in zip(readers, names) if not n]
     # (file, what marks the paragraph that lists the formats)
     places = [("cli/main.cc", "convert IN -o OUT"), ("docs/usage-cli.md", "* **convert**"),
               ("docs/formats/README.md", "## The format registry")]
