@@ -18,8 +18,9 @@ Expected<std::uint64_t> ConvertTrace(TraceReader& in, TraceWriter& out, std::str
   while (true) {
     BACKSTEP_ASSIGN_OR_RETURN(bool more, in.Next(&event));
     if (!more) break;
-    // Placeholder read values (usercorn's MEM_READ) must not become data.
-    if (!in.header().read_values) event.reads.clear();
+    // Placeholder read values (usercorn's MEM_READ) must not become data
+    // in a format that stores values; one that stores addresses keeps them.
+    if (!in.header().read_values && out.StoresReadValues()) event.reads.clear();
     BACKSTEP_RETURN_IF_ERROR(named(out.Append(event)));
     if (++count % 65536 == 0 && progress && !progress("converting", count, total)) {
       return Status::Interrupted(std::string(out_name) + ": interrupted; nothing was written");
