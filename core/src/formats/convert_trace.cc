@@ -6,7 +6,10 @@ namespace backstep::core {
 
 Expected<std::uint64_t> ConvertTrace(TraceReader& in, TraceWriter& out, std::string_view out_name,
                                      const ProgressFn& progress) {
-  auto named = [out_name](Status s) { return s.ok() ? s : s.Annotate(out_name); };
+  // Writers name their file themselves; name it once.
+  auto named = [out_name](Status s) {
+    return s.ok() || s.message().starts_with(out_name) ? s : s.Annotate(out_name);
+  };
   BACKSTEP_RETURN_IF_ERROR(named(
       out.Begin(in.header(), in.InitialRegisters(),
                 [&in](Address a, std::span<std::uint8_t> bytes, std::span<std::uint8_t> known) {
