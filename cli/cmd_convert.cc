@@ -16,7 +16,9 @@ int RunConvert(Args& args) {
   if (!out) return Usage("convert needs -o OUT");
   if (!to) return Usage("convert needs --to FORMAT");
   const core::FormatInfo* format = core::FindFormat(*to);
-  if (!format) return Usage("unknown format '" + *to + "'");
+  if (!format) {
+    return Usage("unknown format '" + *to + "' (writable: " + core::FormatNames(true) + ")");
+  }
   if (!format->create_writer) return Usage("format '" + *to + "' has no writer");
   if (SameFile(files[0], *out)) {
     return Fail(core::Status::InvalidArgument(*out + ": refusing to overwrite the input trace"));

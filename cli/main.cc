@@ -1,9 +1,11 @@
 // backstep: debug recorded execution traces with gdb and LLDB, backwards too.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "backstep/core/format_registry.h"
 #include "cli/cli.h"
 
 namespace {
@@ -18,7 +20,7 @@ Commands:
   dump TRACE --at N [--regs] [--mem ADDR LEN]... [--phys] [--thread T]
                                   state at position N (0 = before the first event;
                                   N may also be "end" or a percentage like 50%)
-  convert IN -o OUT --to FORMAT   write IN in another format: reven, tfile, usercorn, x64dbg, bap
+  convert IN -o OUT --to FORMAT   write IN in another format (FORMAT: @WRITABLE@)
   export TRACE -o OUT.tf [--from N] [--to M] [--every K | --at-pc ADDR]... [--mem ADDR:LEN]...
                                   write positions N..M as a gdb trace file for
                                   `target tfile` + tfind (registers, a stack window,
@@ -43,6 +45,8 @@ Commands:
                                   --cpuid portable: the CPUID both engines show
   help                            this text
 
+Formats (read; those marked "write" also by convert --to):
+@FORMATS@
 Common options:
   --cache-dir DIR                 where indexes go when the trace's directory is read-only
 
@@ -50,19 +54,38 @@ Errors go to stderr as one line naming the file and offset; the exit status is
 1 for errors and 2 for usage mistakes.
 )";
 
+// kHelp with the format lists of the registry in place of @WRITABLE@ and
+// @FORMATS@, so that help never disagrees with what convert accepts.
+std::string HelpText() {
+  std::string text = kHelp;
+  std::string formats;
+  for (const backstep::core::FormatInfo& f : backstep::core::Formats()) {
+    std::string line = "  " + std::string(f.name);
+    line.resize(std::max<std::size_t>(line.size() + 1, 12), ' ');
+    line += (f.create_writer ? "read, write  " : "read         ") + std::string(f.description);
+    formats += line + "\n";
+  }
+  auto replace = [&text](std::string_view marker, const std::string& with) {
+    text.replace(text.find(marker), marker.size(), with);
+  };
+  replace("@WRITABLE@", backstep::core::FormatNames(true));
+  replace("@FORMATS@", formats);
+  return text;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace backstep::cli;
   if (argc < 2) {
-    std::fputs(kHelp, stderr);
+    std::fputs(HelpText().c_str(), stderr);
     return 2;
   }
   std::string_view command = argv[1];
   Args args(std::vector<std::string>(argv + 2, argv + argc));
   InstallInterruptHandler();
   if (command == "help" || command == "--help" || command == "-h") {
-    std::fputs(kHelp, stdout);
+    std::fputs(HelpText().c_str(), stdout);
     return 0;
   }
   if (command == "info") return RunInfo(args);

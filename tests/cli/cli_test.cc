@@ -408,6 +408,8 @@ TEST_F(CliTest, ConvertToBapRefusesPhysicalMemoryInOneLine) {
   EXPECT_EQ(c.code, 1);
   EXPECT_NE(c.err.find("BAP frames hold virtual memory"), std::string::npos) << c.err;
   EXPECT_EQ(std::count(c.err.begin(), c.err.end(), '\n'), 1) << c.err;
+  // The output file is named once.
+  EXPECT_EQ(c.err.find(out), c.err.rfind(out)) << c.err;
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 

@@ -208,6 +208,30 @@ def stub_for(backstep_bin):
         s.close()
 
 
+def check_chain_against_state(t, steps, value, text=""):
+    """Every step of an origin chain holds `value`, and the state agrees: the
+    writer's pc at its position, the value in the location right after the
+    write and still when the next (later) step read it; positions strictly
+    decrease along the chain."""
+    c = t.cursor()
+    later = len(t)
+    for step in steps:
+        assert step.value == value, text
+        if step.position is None:
+            continue
+        assert step.position < later, text
+        c.goto(step.position)
+        assert c.pc == step.pc, text
+        for p in (step.position + 1, later):
+            c.goto(p)
+            if step.location.register:
+                got = c.regs.bytes(step.location.register)[:len(value)]
+            else:
+                got = c.read(step.location.address, len(value))
+            assert got == value, text
+        later = step.position
+
+
 def symbols(program):
     """name -> address of the program's symbols (nm)."""
     out = run(["nm", program]).stdout

@@ -10,7 +10,7 @@ import re
 import pytest
 
 import backstep
-from conftest import run, symbols
+from conftest import check_chain_against_state, run, symbols
 
 VALUE = (0x1122334455667788).to_bytes(8, "little")
 PIE_BASE = 0x555555554000  # the recorder disables ASLR, like gdb
@@ -79,25 +79,8 @@ def test_chain_is_the_programs_data_flow(which, request):
     assert location_of(last) == ("mem", sym["source_value"]), text
     assert last.position is None and last.end == "initial image", text
 
-    # Every value is the program's, and the state agrees with each step: the
-    # writer's pc, the value after it, and the same value when the next
-    # (later) step read it.
-    c = t.cursor()
-    later = len(t)
-    for step in steps:
-        assert step.value == VALUE, text
-        if step.position is None:
-            continue
-        assert step.position < later
-        c.goto(step.position)
-        assert c.pc == step.pc
-        for p in (step.position + 1, later):
-            c.goto(p)
-            if step.location.register:
-                assert c.regs.bytes(step.location.register) == VALUE
-            else:
-                assert c.read(step.location.address, 8) == VALUE
-        later = step.position
+    # Every value is the program's, and the state agrees with each step.
+    check_chain_against_state(t, steps, VALUE, text)
     # Positions strictly decrease along the chain.
     known = [s.position for s in steps if s.position is not None]
     assert known == sorted(known, reverse=True)

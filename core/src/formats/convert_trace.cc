@@ -6,7 +6,10 @@ namespace backstep::core {
 
 Expected<std::uint64_t> ConvertTrace(TraceReader& in, TraceWriter& out, std::string_view out_name,
                                      const ProgressFn& progress) {
-  auto named = [out_name](Status s) { return s.ok() ? s : s.Annotate(out_name); };
+  // Writers name their file themselves; name it once.
+  auto named = [out_name](Status s) {
+    return s.ok() || s.message().starts_with(out_name) ? s : s.Annotate(out_name);
+  };
   BACKSTEP_RETURN_IF_ERROR(named(
       out.Begin(in.header(), in.InitialRegisters(),
                 [&in](Address a, std::span<std::uint8_t> bytes, std::span<std::uint8_t> known) {
@@ -18,8 +21,9 @@ Expected<std::uint64_t> ConvertTrace(TraceReader& in, TraceWriter& out, std::str
   while (true) {
     BACKSTEP_ASSIGN_OR_RETURN(bool more, in.Next(&event));
     if (!more) break;
-    // Placeholder read values (usercorn's MEM_READ) must not become data.
-    if (!in.header().read_values) event.reads.clear();
+    // Placeholder read values (usercorn's MEM_READ) must not become data
+    // in a format that stores values; one that stores addresses keeps them.
+    if (!in.header().read_values && out.StoresReadValues()) event.reads.clear();
     BACKSTEP_RETURN_IF_ERROR(named(out.Append(event)));
     if (++count % 65536 == 0 && progress && !progress("converting", count, total)) {
       return Status::Interrupted(std::string(out_name) + ": interrupted; nothing was written");

@@ -35,16 +35,21 @@ const FormatInfo* FindFormat(std::string_view name) {
   return nullptr;
 }
 
+std::string FormatNames(bool writable) {
+  std::string names;
+  for (const FormatInfo& f : Formats()) {
+    if (writable && !f.create_writer) continue;
+    names += (names.empty() ? "" : ", ") + std::string(f.name);
+  }
+  return names;
+}
+
 Expected<std::unique_ptr<TraceWriter>> CreateTraceWriter(std::string_view name,
                                                          const std::string& path) {
   const FormatInfo* format = FindFormat(name);
   if (format == nullptr) {
-    std::string names;
-    for (const FormatInfo& f : Formats()) {
-      if (f.create_writer) names += (names.empty() ? "" : ", ") + std::string(f.name);
-    }
     return Status::InvalidArgument("unknown format '" + std::string(name) +
-                                   "' (writable: " + names + ")");
+                                   "' (writable: " + FormatNames(true) + ")");
   }
   if (!format->create_writer) {
     return Status::Unsupported("format '" + std::string(name) + "' has no writer");
@@ -57,8 +62,7 @@ Expected<std::unique_ptr<TraceReader>> OpenTraceSource(std::shared_ptr<const Byt
   for (const FormatInfo& f : Formats()) {
     if (f.sniff(head)) return f.open(source);
   }
-  std::string names;
-  for (const FormatInfo& f : Formats()) names += (names.empty() ? "" : ", ") + std::string(f.name);
+  const std::string names = FormatNames(false);
   if (source->size() == 0) {
     return Status::Unsupported(source->name() +
                                ": empty file, not a trace (known formats: " + names + ")");

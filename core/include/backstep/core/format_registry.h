@@ -34,6 +34,9 @@ struct FormatInfo {
 // Every built-in format.
 std::span<const FormatInfo> Formats();
 const FormatInfo* FindFormat(std::string_view name);
+// "reven, tfile, usercorn, x64dbg, bap": the names of the formats with a
+// writer (`writable`) or of all of them, in registry order.
+std::string FormatNames(bool writable);
 // A streaming writer of format `name` to `path` (TraceWriter protocol):
 // InvalidArgument naming the known formats when `name` is none of them,
 // Unsupported when the format has no writer.

@@ -4,8 +4,18 @@
 // last write to [address, address+length) before `at` (the memory index),
 // the instruction that wrote it (decoded with capstone at that position),
 // the register or memory that instruction copied the value from (its source
-// operand, evaluated with the registers before the write), the last write
-// to *that* location, and so on for at most `depth` steps.
+// operand, evaluated with the registers before the write), the writer of
+// *that* location, and so on for at most `depth` steps.
+//
+// The writer of a register is the last instruction of the thread that
+// writes it by its semantics, whatever value it wrote: recordings store a
+// register only when its value changes, so a load of the value the register
+// already held leaves no trace of its own; the chain decodes the thread's
+// instructions (registers written explicitly or implicitly, 32-bit writes
+// zero-extending, VEX writes zeroing the upper vector bits) and also takes
+// any event whose recorded register writes name it (system calls, signals).
+// Where the trace records an event's reads, a memory source the decoding
+// computes must be among them, else the chain ends saying so.
 //
 // Each OriginStep is one location and the event that gave it its value:
 //   location  memory (address, length) or a register (capstone's name of
@@ -16,18 +26,30 @@
 //   end       "" when the chain continues with the next step, else why it
 //             stops (below).
 // The chain follows data *movement*: mov and its kin (movzx/movsx, SSE/AVX
-// moves, cmov, xchg), push and pop, movs and stos (rep or not). Other
-// writers end the chain: "immediate 0x2a", "computed by add", "return
+// moves, cmov, xchg), push and pop, lods, movs and stos (rep or not). Every
+// chain ends with a reason: "immediate 0x2a", "computed by add", "return
 // address of call", "written by syscall" (non-instruction events),
 // "initial image" (no write before: the value was in the initial state),
-// "not found within N events" (register scan bound, register_queries.h),
-// "registers cleared" (tfile frame), "undecodable instruction", "depth".
+// "initial registers", "not found within N events" (register scan bound,
+// register_queries.h), "registers cleared" (tfile frame), "undecodable
+// instruction", "pc unknown", "extension by movzx" (the bytes a zero/sign
+// extension made), "zero-extended by mov" (upper bytes a 32-bit or VEX
+// write zeroed), "register st0 (not recorded)", "source address unknown
+// (...)", "recorded write at A is not this instruction's destination B",
+// "decoded source mem A+n not among the event's recorded reads", "depth".
 // When the write covers only part of the asked bytes, the chain follows
 // the part it covers (the step's location is narrowed to it).
 //
+// Limits: memory writes come from the trace's record; a store the recorder
+// could not confirm as a write and that left the bytes unchanged (a vector
+// store of the value already there) is not recorded, so the chain names
+// the earlier writer of the same value.
+//
 // Costs: per memory step one LastWrite (O(log n) per page); per register
-// step one LastRegisterWrite (a bounded backward scan); per step one cursor
-// seek and a 15-byte read to decode the instruction.
+// step a forward walk of the keyframe intervals back to the writer (a
+// cursor step per event, a 15-byte read and a decode per distinct pc per
+// interval), bounded like LastRegisterWrite; per step one cursor seek and
+// a 15-byte read to decode the instruction.
 //
 // Thread-safety: reentrant; `interrupt` may be set from another thread.
 #pragma once

@@ -41,6 +41,10 @@ class TraceWriter {
   virtual Status Append(const Event& event) = 0;
   // Completes the file and renames it into place.
   virtual Status Finish() = 0;
+  // Whether the format stores the values of recorded reads. A format that
+  // stores only their addresses and sizes (usercorn's MEM_READ) also takes
+  // the reads of a source whose read values are placeholders.
+  virtual bool StoresReadValues() const { return true; }
 };
 
 // Streams every event of `in` (from its current position) into `out`:

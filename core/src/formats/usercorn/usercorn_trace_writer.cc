@@ -9,6 +9,8 @@ namespace {
 
 constexpr std::size_t kPieceSize = std::size_t{1} << 20;
 constexpr std::uint64_t kMaxRegionData = 0xffffffffu;
+// Unicorn's x86 register enums are below this (UC_X86_REG_ENDING is ~260).
+constexpr std::uint16_t kMaxUnicornEnum = 1024;
 
 }  // namespace
 
@@ -24,6 +26,17 @@ Status UsercornTraceWriter::UseThread(ThreadId thread, const std::string& where)
   }
   thread_ = thread;
   return Status::Ok();
+}
+
+std::uint16_t UsercornTraceWriter::TopOwner(RegisterId id) {
+  if (top_owner_.empty()) {
+    top_owner_.assign(arch_.arch().register_count(), kNoUnicornRegister);
+    for (std::uint16_t u = 0; u < kMaxUnicornEnum; ++u) {
+      const RegisterId top = arch_.FindTop(u);
+      if (top != kNoRegister && top_owner_[top] == kNoUnicornRegister) top_owner_[top] = u;
+    }
+  }
+  return id < top_owner_.size() ? top_owner_[id] : kNoUnicornRegister;
 }
 
 void UsercornTraceWriter::CollectRegisters(const std::vector<RegisterId>& touched) {
@@ -52,13 +65,21 @@ void UsercornTraceWriter::CollectRegisters(const std::vector<RegisterId>& touche
       auto bytes = regs_->bytes(id);
       special_bytes_.emplace_back(bytes.begin(), bytes.end());
       enums.push_back(unicorn);
-    } else if (wide != kNoUnicornRegister && regs_->known(arch_.Find(wide))) {
-      auto low_bytes = regs_->bytes(arch_.Find(wide));
-      auto high_bytes = regs_->bytes(id);
-      special_bytes_.emplace_back(low_bytes.begin(), low_bytes.end());
-      special_bytes_.back().insert(special_bytes_.back().end(), high_bytes.begin(),
-                                   high_bytes.end());
-      enums.push_back(wide);
+    } else if (const std::uint16_t owner = wide != kNoUnicornRegister ? wide : TopOwner(id);
+               owner != kNoUnicornRegister) {
+      // A part of a wide SPREG (ymmNh of YMMn, zmmNh of ZMMn): the whole
+      // register, when every part is known.
+      std::vector<std::uint8_t> bytes;
+      bool known = true;
+      for (RegisterId part : {arch_.Find(owner), arch_.FindHigh(owner), arch_.FindTop(owner)}) {
+        if (part == kNoRegister) continue;
+        known = known && regs_->known(part);
+        auto b = regs_->bytes(part);
+        bytes.insert(bytes.end(), b.begin(), b.end());
+      }
+      if (!known) continue;
+      special_bytes_.push_back(std::move(bytes));
+      enums.push_back(owner);
     }  // else: not carried, dropped
   }
   for (std::size_t i = 0; i < enums.size(); ++i) special_.emplace_back(enums[i], special_bytes_[i]);
@@ -120,6 +141,7 @@ Status UsercornTraceWriter::Begin(
     }
     return Status::Ok();
   };
+  options_.declare_reads = options_.declare_reads || header.records_reads;
   BACKSTEP_ASSIGN_OR_RETURN(writer_, UsercornWriter::CreateFile(path_, options_));
   const RegisterId pc = arch_.arch().pc();
   return writer_->Begin(pid, values_, mappings, read,

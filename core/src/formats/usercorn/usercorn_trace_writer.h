@@ -8,11 +8,14 @@
 //     Unsupported, like events that clear state.
 //   * Keyframe: REG for every tracked register (GPRs) that is non-zero,
 //     REG/SPREG for every optional one (eflags, selectors, fs/gs base, x87,
-//     mxcsr, xmm0-15; YMMn for ymmNh) that is known; MEM_MAP + MEM_WRITE per header region, with
+//     mxcsr, xmm0-31, k0-7; YMMn for ymmNh, ZMMn for zmmNh, when all
+//     their parts are known) that is known; MEM_MAP + MEM_WRITE per header region, with
 //     the initial image (unknown bytes written as 0, trailing and leading
 //     zeros trimmed and the data placed right, unless the trim quirk is
 //     asked for; regions over 4 GiB are mapped without data). A tracked
 //     register unknown at position 0 therefore reads back as 0.
+//   * A source that records reads is declared as one (a MEM_READ 0, 0 in
+//     the keyframe), so the converted trace records reads too.
 //   * Instruction events: MEM_READ (address and size only), MEM_WRITE, REG
 //     or SPREG with the value after the event for each carried register it
 //     touches, STEP(rip delta when it is 1..15, else 0), then a JMP when
@@ -47,9 +50,14 @@ class UsercornTraceWriter final : public TraceWriter {
                const InitialMemoryFn& initial_memory) override;
   Status Append(const Event& event) override;
   Status Finish() override;
+  // MEM_READ holds an address and a size, no value.
+  bool StoresReadValues() const override { return false; }
 
  private:
   Status UseThread(ThreadId thread, const std::string& where);
+  // The three-part enum (ZMMn) whose top part `id` is (zmmNh), or
+  // kNoUnicornRegister.
+  std::uint16_t TopOwner(RegisterId id);
   // The carried registers among `touched`, as REG values and SPREG bytes.
   void CollectRegisters(const std::vector<RegisterId>& touched);
 
@@ -64,6 +72,7 @@ class UsercornTraceWriter final : public TraceWriter {
   std::vector<UsercornRegisterValue> values_;
   std::vector<std::vector<std::uint8_t>> special_bytes_;
   std::vector<UsercornWriter::SpecialRegister> special_;
+  std::vector<std::uint16_t> top_owner_;  // by register: TopOwner(), built on first use
 };
 
 }  // namespace backstep::core

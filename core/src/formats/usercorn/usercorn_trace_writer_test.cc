@@ -33,12 +33,19 @@ Status Convert(TraceReader& in, const std::string& path) {
   return ConvertTrace(in, *writer, path).status();
 }
 
-// Registers usercorn carries (alone or as the high half of YMMn or FIP/FDP),
-// and rip.
+// Registers usercorn carries (alone, as the high half of YMMn or FIP/FDP,
+// or as the top part of ZMMn), and rip.
 bool Carried(RegisterId id) {
+  static const std::vector<bool> top = [] {
+    std::vector<bool> t(X86_64().register_count());
+    for (std::uint16_t e = 0; e < 1024; ++e) {
+      if (UsercornX86_64().FindTop(e) != kNoRegister) t[UsercornX86_64().FindTop(e)] = true;
+    }
+    return t;
+  }();
   const UsercornArch& u = UsercornX86_64();
   return id == X86_64().pc() || u.UnicornOf(id) != kNoUnicornRegister ||
-         u.WideOf(id) != kNoUnicornRegister;
+         u.WideOf(id) != kNoUnicornRegister || top[id];
 }
 
 void ExpectSameCarried(const RegisterFile& a, const RegisterFile& b, const std::string& where) {
@@ -120,6 +127,43 @@ TEST(UsercornTraceWriterTest, UsercornConvertsToTheSameEvents) {
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   auto first = usercorn_test::OpenBytes(testing::GeneratedUsercornTrace(5, 2000));
   ExpectSameReplay(**first, **out);
+}
+
+// AVX-512 state (a recording on a machine that has it): ZMMn SPREGs in
+// the keyframe and in an instruction survive the conversion, zmmNh included.
+TEST(UsercornTraceWriterTest, ZmmRegistersSurviveConversion) {
+  auto w = UsercornWriter::CreateMemory();
+  std::uint8_t z3[64], z31[64], z3_after[64];
+  for (int i = 0; i < 64; ++i) {
+    z3[i] = static_cast<std::uint8_t>(i);
+    z31[i] = static_cast<std::uint8_t>(0x40 | i);
+    z3_after[i] = static_cast<std::uint8_t>(0x80 | i);
+  }
+  w->BeginKeyframe(0);
+  w->SpReg(189, z3);   // UC_X86_REG_ZMM3
+  w->SpReg(217, z31);  // UC_X86_REG_ZMM31
+  w->EndFrame();
+  w->BeginFrame(0);
+  w->Jmp(0x1000, 6);
+  w->SpReg(189, z3_after);
+  w->Step(6);
+  w->EndFrame();
+  ASSERT_TRUE(w->Finish().ok());
+  const std::vector<std::uint8_t> bytes = w->TakeBytes();
+  auto in = usercorn_test::OpenBytes(bytes);
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  const auto threads = (*in)->InitialRegisters();
+  const RegisterFile& before = threads.at(0).second;
+  const RegisterId zmm3h = *X86_64().Find("zmm3h"), zmm31h = *X86_64().Find("zmm31h");
+  ASSERT_TRUE(before.known(zmm3h) && before.known(zmm31h));  // the source knows them
+
+  const std::string path = TempPath("zmm.ucir");
+  ASSERT_TRUE(Convert(**in, path).ok());
+  auto out = OpenTraceFile(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  auto again = usercorn_test::OpenBytes(bytes);
+  ExpectSameReplay(**again, **out);
 }
 
 TEST(UsercornTraceWriterTest, WhatUsercornCannotExpressIsUnsupported) {
