@@ -22,6 +22,7 @@
 #include "recorder/insn_decoder.h"
 #include "recorder/run_session.h"
 #include "recorder/syscall_effects.h"
+#include "recorder/vdso.h"
 
 namespace backstep::record {
 namespace {
@@ -254,9 +255,12 @@ core::Status EmuSession::Start() {
   layout_.CollectGprs(tracee_regs_, slots_);
   layout_.CollectFp(xstate_, slots_);
   for (std::size_t i = 0; i < kGprs; ++i) std::memcpy(&gpr_[i], slots_[i].value, 8);
-  if (core::Status s = space_.Init(tracee_); !s.ok()) return s;
   core::Expected<std::vector<std::uint8_t>> auxv = tracee_.ReadAuxv();
   if (!auxv.ok()) return auxv.status();
+  // Without the vDSO, libc's clock functions are system calls, which the
+  // tracee runs (the vDSO's would read the kernel's [vvar] page).
+  if (core::Status s = HideVdso(tracee_, tracee_regs_.rsp, &*auxv); !s.ok()) return s;
+  if (core::Status s = space_.Init(tracee_); !s.ok()) return s;
   if (emu_.at_random.size() == 16) {
     for (std::size_t i = 0; i + 16 <= auxv->size(); i += 16) {
       std::uint64_t type = 0, value = 0;
