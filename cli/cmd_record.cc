@@ -1,5 +1,6 @@
 // backstep record [-o FILE] [--max-insns N] [--no-reads] [--follow parent|child]
-//                 [--engine ptrace|emu] [--cpuid native|portable] -- PROG [ARGS]
+//                 [--engine ptrace|emu] [--cpuid native|portable] [--no-vdso]
+//                 -- PROG [ARGS]
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,6 +38,7 @@ int RunRecord(Args& args) {
   if (no_reads && reads) return Usage("record: --reads and --no-reads contradict each other");
   const std::string engine = args.TakeOption("engine").value_or("ptrace");
   std::optional<std::string> cpuid = args.TakeOption("cpuid");
+  const bool no_vdso = args.TakeFlag("no-vdso");
   // `-o FILE` (one dash) is not an Args option: take it from the positionals.
   std::vector<std::string> rest = args.Positionals();
   if (!output && rest.size() == 2 && rest[0] == "-o") {
@@ -64,6 +66,7 @@ int RunRecord(Args& args) {
     return Usage("record: --follow wants parent or child");
   if (follow && *follow == "child") options.follow = record::RecordOptions::Follow::kChild;
   options.portable_cpuid = engine == "emu" || cpuid == "portable";
+  options.hide_vdso = engine == "emu" || no_vdso;
   if (max) {
     options.max_instructions = ParseNumber(*max);
     if (!options.max_instructions) return Usage("record: --max-insns wants a number");
@@ -114,15 +117,16 @@ int RunRecord(Args& args) {
       why = "interrupted";
       break;
   }
-  std::printf("%s: %llu instructions, %llu syscalls (%s", path.c_str(),
-              static_cast<unsigned long long>(r.instructions),
-              static_cast<unsigned long long>(r.syscalls), why);
-  if (r.end == record::RecordResult::End::kExited) std::printf(", status %d", r.exit_code);
-  if (r.end == record::RecordResult::End::kKilled) std::printf(", signal %d", r.signal);
-  std::printf("); %llu bytes, %.1f bytes/instruction, %.0f instructions/s\n",
-              static_cast<unsigned long long>(bytes),
-              r.instructions ? static_cast<double>(bytes) / r.instructions : 0.0,
-              secs > 0 ? r.instructions / secs : 0.0);
+  // The summary goes to stderr: stdout is the program's.
+  std::fprintf(stderr, "%s: %llu instructions, %llu syscalls (%s", path.c_str(),
+               static_cast<unsigned long long>(r.instructions),
+               static_cast<unsigned long long>(r.syscalls), why);
+  if (r.end == record::RecordResult::End::kExited) std::fprintf(stderr, ", status %d", r.exit_code);
+  if (r.end == record::RecordResult::End::kKilled) std::fprintf(stderr, ", signal %d", r.signal);
+  std::fprintf(stderr, "); %llu bytes, %.1f bytes/instruction, %.0f instructions/s\n",
+               static_cast<unsigned long long>(bytes),
+               r.instructions ? static_cast<double>(bytes) / r.instructions : 0.0,
+               secs > 0 ? r.instructions / secs : 0.0);
   if (r.missed_bytes || r.missed_registers) {
     std::fprintf(stderr,
                  "backstep: warning: the consistency check found %llu bytes and %llu registers "
@@ -130,6 +134,17 @@ int RunRecord(Args& args) {
                  static_cast<unsigned long long>(r.missed_bytes),
                  static_cast<unsigned long long>(r.missed_registers));
   }
+  if (r.undecodable) {
+    std::fprintf(stderr,
+                 "backstep: warning: %llu instruction steps could not be decoded: their reads are "
+                 "not in the trace (their writes are, found by comparing memory); please report "
+                 "the program\n",
+                 static_cast<unsigned long long>(r.undecodable));
+  }
+  // The program's status, as a shell reports it (as `rr record` does), so
+  // that scripts see its failure.
+  if (r.end == record::RecordResult::End::kExited) return r.exit_code;
+  if (r.end == record::RecordResult::End::kKilled) return 128 + r.signal;
   return 0;
 }
 

@@ -35,14 +35,17 @@ Commands:
                                   instruction, its source register or memory, recursively
                                   (default: at the end, depth 8)
   record [-o FILE] [--max-insns N] [--no-reads] [--follow parent|child]
-         [--engine ptrace|emu] [--cpuid native|portable] -- PROG [ARGS]
+         [--engine ptrace|emu] [--cpuid native|portable] [--no-vdso] -- PROG [ARGS]
                                   run PROG under ptrace and record every instruction
                                   into a usercorn trace (default FILE: PROG.ucir);
                                   its memory reads too unless --no-reads; after fork,
-                                  the parent (default) or the child;
+                                  the parent (default) or the child; exits with
+                                  PROG's status (128+N when signal N killed it);
                                   --engine emu: emulated, ~30x faster (Unicorn; no
                                   threads, signals or reads);
-                                  --cpuid portable: the CPUID both engines show
+                                  --cpuid portable: the CPUID both engines show;
+                                  --no-vdso: clock functions make system calls, as
+                                  with --engine emu
   help                            this text
 
 Formats (read; those marked "write" also by convert --to):

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "recorder/zydis_fallback.h"
+
 namespace backstep::record {
 namespace {
 
@@ -145,6 +147,18 @@ bool FpByOpcode(std::span<const std::uint8_t> b) {
          (o2 >= 0x50 && o2 <= 0x7f) || o2 == 0xae || (o2 >= 0xc2 && o2 <= 0xc6) || o2 >= 0xd0;
 }
 
+// Whether the instruction is EVEX-encoded (62 after the legacy prefixes: in
+// 64-bit mode 62 is always EVEX).
+bool IsEvex(std::span<const std::uint8_t> b) {
+  std::size_t i = 0;
+  while (i < b.size() &&
+         (b[i] == 0x66 || b[i] == 0xf2 || b[i] == 0xf3 || b[i] == 0x2e || b[i] == 0x3e ||
+          b[i] == 0x26 || b[i] == 0x64 || b[i] == 0x65 || b[i] == 0x36 || b[i] == 0x67)) {
+    ++i;
+  }
+  return i < b.size() && b[i] == 0x62;
+}
+
 // Instructions whose first operand, when in memory, is only read.
 bool ReadsOnlyFirstOperand(unsigned id) {
   switch (id) {
@@ -266,10 +280,16 @@ const Decoded& InsnDecoder::Decode(core::Address pc, std::span<const std::uint8_
 }
 
 void InsnDecoder::DecodeInto(core::Address pc, std::span<const std::uint8_t> bytes, Decoded* d) {
+  // EVEX (AVX-512) and what capstone 4 cannot decode (kmov*, ...): Zydis,
+  // whose operand actions are exact where capstone 4's are not.
+  if (IsEvex(bytes) && DecodeWithZydis(pc, bytes, d)) return;
   cs_insn* insn = nullptr;
   const std::size_t n = cs_disasm(handle_, bytes.data(), bytes.size(), pc, 1, &insn);
   if (n == 0) {
+    if (DecodeWithZydis(pc, bytes, d)) return;
+    // Undecodable: the recorder diffs memory for its writes and reports it.
     d->unknown_writes = true;
+    d->unknown_reads = true;
     d->fp = true;
     return;
   }

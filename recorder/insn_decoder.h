@@ -21,6 +21,10 @@
 // Anything the rules cannot bound (VSIB scatters, undecodable bytes) sets
 // `unknown_writes`: the recorder then diffs all writable memory.
 //
+// EVEX (AVX-512) instructions, and those capstone 4 cannot decode (kmov*),
+// are decoded with Zydis (zydis_fallback.h). Bytes neither decodes get
+// size 0, unknown_writes and unknown_reads (the recorder counts them).
+//
 // Reads() gives what the instruction loads, from the same decoding:
 //   * explicit memory operands, except the destination of a pure store
 //     (capstone's write-only access, or a store mnemonic: mov*, vmov*, set*,
@@ -31,8 +35,8 @@
 //     before and after; cmps: both;
 //   * fxrstor (512), xrstor family (the XCR0-sized area), frstor (108),
 //     fldenv (28).
-// Not bounded, so not recorded: VSIB gathers (`unknown_reads`) and the
-// kernel's reads of system call arguments.
+// Not bounded, so not recorded: VSIB gathers and undecodable instructions
+// (`unknown_reads`) and the kernel's reads of system call arguments.
 //
 // Thread-safety: one thread at a time (capstone handle, cache).
 #pragma once

@@ -18,6 +18,8 @@
 #include "recorder/insn_decoder.h"
 #include "recorder/run_session.h"
 #include "recorder/syscall_effects.h"
+#include "recorder/untraced.h"
+#include "recorder/vdso.h"
 
 namespace backstep::record {
 namespace {
@@ -127,6 +129,7 @@ class Session {
   // Runs the kernel's delivery of a signal the program handles (stopping at
   // the handler's first instruction) and records it.
   core::Status DeliverHandled(core::Address pc, const Decoded& d, int sig, bool* done);
+  Traps traps() const { return {options_.spawn.trap_rdtsc, options_.portable_cpuid}; }
   core::Status EmulateRdtsc(core::Address pc, const Decoded& d);
   core::Status EmulateSyscallFailure(core::Address pc, const Decoded& d, std::int64_t error);
   // Reads `ranges` into writes_ (and the shadow).
@@ -200,9 +203,12 @@ core::Status Session::Start() {
   slots_.resize(layout_.count());
   layout_.CollectGprs(regs_, slots_);
   layout_.CollectFp(xstate_, slots_);
-  if (core::Status s = space_.Init(tracee_); !s.ok()) return s;
   core::Expected<std::vector<std::uint8_t>> auxv = tracee_.ReadAuxv();
   if (!auxv.ok()) return auxv.status();
+  if (options_.hide_vdso) {
+    if (core::Status s = HideVdso(tracee_, regs_.rsp, &*auxv); !s.ok()) return s;
+  }
+  if (core::Status s = space_.Init(tracee_); !s.ok()) return s;
   StartInfo start;
   start.pid = static_cast<std::uint64_t>(tracee_.pid());
   start.executable = tracee_.ExecutablePath();
@@ -265,6 +271,7 @@ core::Status Session::StepOnce(bool* done) {
   ++slice_;
   const core::Address pc = regs_.rip;
   const Decoded& d = DecodeAt(pc);
+  if (d.size == 0) ++result_.undecodable;
   if (d.breakpoint) {
     return core::Status::Unsupported(
         "the program executes a breakpoint or software interrupt "
@@ -272,8 +279,8 @@ core::Status Session::StepOnce(bool* done) {
   }
   if (d.syscall && regs_.rax == kSysRseq) return EmulateSyscallFailure(pc, d, -ENOSYS);
   const Decoded decoded = d;  // the cache may change below
+  const std::uint64_t args[6] = {regs_.rdi, regs_.rsi, regs_.rdx, regs_.r10, regs_.r8, regs_.r9};
   if (decoded.syscall && threads_.size() > 1) {
-    const std::uint64_t args[6] = {regs_.rdi, regs_.rsi, regs_.rdx, regs_.r10, regs_.r8, regs_.r9};
     if (regs_.rax == kSysExitGroup) {
       // The leader's exit is reported only once every thread is reaped.
       EndProcess(pc, decoded);
@@ -298,8 +305,17 @@ core::Status Session::StepOnce(bool* done) {
       return core::Status::Ok();
     }
   }
+  // Following the child: the parent, detached at the fork event (where no
+  // system call can be run in it), loses the traps now.
+  bool parent_untraced = false;
+  if (options_.follow == RecordOptions::Follow::kChild && decoded.syscall && pending_signal_ == 0 &&
+      threads_.size() == 1 && CreatesProcess(tracee_, regs_.rax, args)) {
+    if (core::Status s = SetTraps(tracee_, tracee_.pid(), pc, traps(), false); !s.ok()) return s;
+    parent_untraced = true;
+  }
   core::Expected<Stop> stop = tracee_.Step(pending_signal_);
   pending_signal_ = 0;
+  bool adopted = false;
   while (stop.ok() && stop->kind == Stop::kEvent) {
     unsigned long msg = 0;
     ptrace(PTRACE_GETEVENTMSG, tracee_.thread(), nullptr, &msg);
@@ -310,6 +326,7 @@ core::Status Session::StepOnce(bool* done) {
     if (child_process && tid > 0) {
       if (core::Status s = tracee_.WaitNewThread(tid); !s.ok()) return s;
       if (options_.follow == RecordOptions::Follow::kParent) {
+        if (core::Status s = Untrace(tracee_, tid, pc, traps()); !s.ok()) return s;
         if (core::Status s = tracee_.Detach(tid); !s.ok()) return s;
         stop = tracee_.Step(0);  // the rest of the system call
         continue;
@@ -328,6 +345,8 @@ core::Status Session::StepOnce(bool* done) {
         child.eflags &= ~kTf;
         if (core::Status s = tracee_.SetRegs(child); !s.ok()) return s;
       }
+      if (core::Status s = SetTraps(tracee_, tid, pc, traps(), true); !s.ok()) return s;
+      adopted = true;
       stop = Stop();  // stopped after the system call, in the child
       break;
     }
@@ -336,6 +355,10 @@ core::Status Session::StepOnce(bool* done) {
     stop = tracee_.Step(0);  // the rest of the clone system call
   }
   if (!stop.ok()) return stop.status();
+  if (parent_untraced && !adopted && tracee_.alive() && stop->kind == Stop::kStepped) {
+    // No child after all (the call failed): the parent is still recorded.
+    if (core::Status s = SetTraps(tracee_, tracee_.pid(), pc, traps(), true); !s.ok()) return s;
+  }
   switch (stop->kind) {
     case Stop::kStepped: {
       core::Status s = OnStepped(pc, decoded);

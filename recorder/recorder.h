@@ -38,9 +38,11 @@
 // system call. The frame's saved rflags lose the TF of single-stepping.
 //
 // fork, vfork and clone without CLONE_THREAD: RecordOptions::follow; the
-// other process is detached (it keeps rdtsc trapping: PR_SET_TSC is
-// inherited). Following the child continues the same trace: the child's
-// memory and registers are the parent's, the system call returns 0.
+// other process is detached after what the recorder set up in it (rdtsc and
+// CPUID faulting, the single-step flag) is undone (untraced.h), so that it
+// and the programs it execs run as without the recorder. Following the
+// child continues the same trace: the child's memory and registers are the
+// parent's, the system call returns 0.
 //
 // Refused (Unsupported, the trace ends before the instruction): execve
 // (UCIR holds one executable), stop signals, int3, the main thread's exit
@@ -82,6 +84,10 @@ struct RecordOptions {
   // --cpuid portable: the program sees PortableCpuid() (cpuid.h) through
   // CPUID faulting instead of the host's CPUID.
   bool portable_cpuid = false;
+  // --no-vdso: the program does not see the vDSO (vdso.h), its clock
+  // functions make system calls (implied by the emu engine; set it with the
+  // ptrace engine to record the same instructions as the emu engine).
+  bool hide_vdso = false;
 };
 
 struct RecordResult {
@@ -94,6 +100,9 @@ struct RecordResult {
   std::uint64_t missed_registers = 0;  // FP registers the decoder did not announce
   std::uint64_t full_diffs = 0;        // syscalls and instructions without known writes
   std::uint64_t signals = 0;           // handled signals delivered (and recorded)
+  // Steps of instructions no decoder knows: their writes come from a diff
+  // of memory, their reads are not recorded.
+  std::uint64_t undecodable = 0;
 };
 
 // Records until the program exits, max_instructions or progress says stop.

@@ -1,8 +1,10 @@
 // Unit tests of the recorder's pieces: decoding writes, x87 tags, refusals.
 #include "recorder/recorder.h"
 
+#include <asm/prctl.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
 #include <sys/user.h>
 #include <unistd.h>
 
@@ -414,6 +416,51 @@ TEST(RecordFork, FollowParentOrChild) {
     EXPECT_EQ(marker_value, child ? 0x600du : 0u);
     std::remove(trace.c_str());
   }
+}
+
+// Whether this machine can make CPUID fault (--cpuid portable).
+bool CpuidFaulting() {
+  return syscall(SYS_arch_prctl, ARCH_SET_CPUID, 1) == 0;  // 1: cpuid runs (no change)
+}
+
+// The side of a fork that is not followed runs as without the recorder
+// (tests/programs/untraced.c): its rdtsc and cpuid do not fault (PR_SET_TSC
+// and, with --cpuid portable, CPUID faulting are undone in it) and no
+// single-step trap kills it. Its output is read from a pipe until every
+// writer is gone (the untraced side may outlive the recording).
+void RecordUntraced(bool portable_cpuid) {
+  const std::string program = std::string(BACKSTEP_RECORD_PROGRAMS) + "/untraced_O0_static";
+  for (const bool child : {false, true}) {
+    SCOPED_TRACE(child ? "following the child" : "following the parent");
+    const std::string trace = ::testing::TempDir() + "/untraced.ucir";
+    auto sink = UsercornSink::Create(trace, true);
+    ASSERT_TRUE(sink.ok()) << sink.status().message();
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    RecordOptions options;
+    options.spawn.argv = {program};
+    options.spawn.stdout_fd = fds[1];
+    options.portable_cpuid = portable_cpuid;
+    if (child) options.follow = RecordOptions::Follow::kChild;
+    auto r = Record(options, **sink);
+    close(fds[1]);
+    std::string printed;
+    char buf[256];
+    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) printed.append(buf, n);
+    close(fds[0]);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->end, RecordResult::End::kExited);
+    EXPECT_EQ(r->exit_code, child ? 3 : 0);
+    EXPECT_EQ(printed, "child 1\nparent 1\nchild status 3 signal 0\n");
+    std::remove(trace.c_str());
+  }
+}
+
+TEST(RecordFork, UntracedSideRunsAsWithoutTheRecorder) { RecordUntraced(false); }
+
+TEST(RecordFork, UntracedSideRunsAsWithoutTheRecorderPortableCpuid) {
+  if (!CpuidFaulting()) GTEST_SKIP() << "this CPU cannot make CPUID fault (no cpuid_fault)";
+  RecordUntraced(true);
 }
 
 }  // namespace

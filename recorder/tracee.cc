@@ -212,6 +212,39 @@ core::Status Tracee::Adopt(pid_t child) {
   return core::Status::Ok();
 }
 
+core::Expected<std::uint64_t> Tracee::InjectSyscall(pid_t tid, core::Address syscall_at,
+                                                    std::uint64_t nr,
+                                                    std::span<const std::uint64_t> args) {
+  user_regs_struct saved{};
+  if (ptrace(PTRACE_GETREGS, tid, nullptr, &saved) != 0)
+    return core::Status::IOError("PTRACE_GETREGS " + std::to_string(tid) + ": " + Errno(errno));
+  user_regs_struct call = saved;
+  call.rip = syscall_at;
+  call.rax = nr;
+  // No system call in progress: the kernel must not restart one on resume.
+  call.orig_rax = ~std::uint64_t{0};
+  unsigned long long* const arg_regs[] = {&call.rdi, &call.rsi, &call.rdx,
+                                          &call.r10, &call.r8,  &call.r9};
+  for (std::size_t i = 0; i < args.size() && i < 6; ++i) *arg_regs[i] = args[i];
+  if (ptrace(PTRACE_SETREGS, tid, nullptr, &call) != 0)
+    return core::Status::IOError("PTRACE_SETREGS " + std::to_string(tid) + ": " + Errno(errno));
+  int status = 0;
+  if (ptrace(PTRACE_SINGLESTEP, tid, nullptr, 0) != 0 || waitpid(tid, &status, __WALL) != tid) {
+    return core::Status::IOError("system call " + std::to_string(nr) + " in " +
+                                 std::to_string(tid) + ": " + Errno(errno));
+  }
+  if (!WIFSTOPPED(status)) {
+    return core::Status::IOError("process " + std::to_string(tid) + " ended during system call " +
+                                 std::to_string(nr));
+  }
+  user_regs_struct after{};
+  if (ptrace(PTRACE_GETREGS, tid, nullptr, &after) != 0 ||
+      ptrace(PTRACE_SETREGS, tid, nullptr, &saved) != 0) {
+    return core::Status::IOError("PTRACE_SETREGS " + std::to_string(tid) + ": " + Errno(errno));
+  }
+  return std::uint64_t{after.rax};
+}
+
 void Tracee::ReapAll(Stop* stop) {
   if (pid_ <= 0) return;
   int status = 0;

@@ -87,6 +87,12 @@ class Tracee {
   core::Status Detach(pid_t child);
   core::Status Adopt(pid_t child);
 
+  // Runs system call nr(args) in thread `tid` (stopped at a signal or step
+  // stop) by stepping the `syscall` instruction at `syscall_at`, without
+  // writing memory; its registers are restored afterwards. The call's result.
+  core::Expected<std::uint64_t> InjectSyscall(pid_t tid, core::Address syscall_at, std::uint64_t nr,
+                                              std::span<const std::uint64_t> args);
+
   core::Status GetRegs(user_regs_struct* regs) const;
   core::Status SetRegs(const user_regs_struct& regs) const;
   // NT_X86_XSTATE in the standard (non-compacted) XSAVE layout.

@@ -1,6 +1,6 @@
 // Engine cross-check: records every test program (tests/programs/*.c,
 // -O0/-O2 x static/PIE) with the ptrace engine (the ground truth) and the
-// emulation engine, both with --cpuid portable, and replays both UCIR
+// emulation engine, both with --cpuid portable and --no-vdso, and replays both UCIR
 // traces side by side through the usercorn reader: at every position the
 // same event kind, the same registers written, every GPR, rip, eflags, the
 // selectors and fs/gs base equal, and the bytes each instruction wrote (in
@@ -143,6 +143,7 @@ void RecordWith(bool emu, const std::string& program, Recording* out, EmuOptions
     options.spawn.argv = {Program(program)};
     options.spawn.stdout_fd = open("/dev/null", O_WRONLY);
     options.portable_cpuid = true;
+    options.hide_vdso = true;  // implied by the emu engine: the same ld.so path
     options.check_interval = 0;
     core::Expected<RecordResult> r =
         emu ? RecordEmulated(options, **sink, emu_options) : Record(options, **sink);

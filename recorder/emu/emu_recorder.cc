@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -22,6 +24,8 @@
 #include "recorder/insn_decoder.h"
 #include "recorder/run_session.h"
 #include "recorder/syscall_effects.h"
+#include "recorder/untraced.h"
+#include "recorder/vdso.h"
 
 namespace backstep::record {
 namespace {
@@ -38,7 +42,7 @@ constexpr int kHotRegs[] = {UC_X86_REG_RAX,   UC_X86_REG_RBX, UC_X86_REG_RCX, UC
                             UC_X86_REG_RFLAGS};
 constexpr std::size_t kHot = sizeof kHotRegs / sizeof kHotRegs[0];
 constexpr std::size_t kFsBaseSlot = 23, kGsBaseSlot = 24;
-constexpr std::uint64_t kSysGetrandom = 318;
+constexpr std::uint64_t kSysGetrandom = 318, kSysRtSigreturn = 15;
 constexpr std::uint64_t kMaxStackGrowth = 8u << 20;  // the default RLIMIT_STACK
 
 // Instructions that leave some arithmetic flags "undefined": the real CPU
@@ -96,6 +100,28 @@ bool SetsSimdFlags(const char* mnemonic) {
   return false;
 }
 
+// Whether the kernel would discard `sig` in process `pid`: ignored (SIG_IGN),
+// or no handler and ignored by default (SIGCHLD, SIGURG, SIGWINCH).
+bool Discarded(pid_t pid, int sig) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::uint64_t caught = ~std::uint64_t{0}, ignored = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("SigCgt:", 0) == 0) caught = std::stoull(line.substr(7), nullptr, 16);
+    if (line.rfind("SigIgn:", 0) == 0) ignored = std::stoull(line.substr(7), nullptr, 16);
+  }
+  const std::uint64_t bit = std::uint64_t{1} << (sig - 1);
+  if (ignored & bit) return true;
+  return !(caught & bit) && (sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH);
+}
+
+// -ERESTARTSYS, -ERESTARTNOINTR, -ERESTARTNOHAND, -ERESTART_RESTARTBLOCK:
+// the kernel restarts the system call when no handler runs.
+bool Restarts(std::uint64_t rax) {
+  const std::int64_t r = static_cast<std::int64_t>(rax);
+  return r == -512 || r == -513 || r == -514 || r == -516;
+}
+
 std::string Hex(std::uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
@@ -144,6 +170,8 @@ class EmuSession {
   // Emits the pending instruction (registers read after it).
   void Retire();
   core::Status NativeStep(core::Address pc, std::uint8_t size, bool simd, bool memory);
+  core::Status DeliverFault(int sig);
+  core::Status LoadFpFromTracee();
   // Emits a natively run instruction's event (GPRs after: v; writes in
   // data_/spans_; FP changes already in changes_) and continues at rip.
   void FinishNative(core::Address pc, std::uint8_t size, const std::uint64_t* v, core::Address rip);
@@ -190,6 +218,9 @@ class EmuSession {
   std::size_t next_tsc_ = 0;     // into emu_.rdtsc
   std::uint64_t native_steps_ = 0, in_process_steps_ = 0;
   core::Address fault_address_ = 0;
+  Traps traps_;  // what the tracee has set up (undone in forked children)
+  // Where to go on after rt_sigreturn (set in the syscall hook, which cannot move rip).
+  std::optional<core::Address> resume_at_;
   core::Address stack_low_ = 0;  // the stack mapping's start (grows down)
   std::uint16_t x87_fop_ = 0;    // the last x87 instruction's (from the CPU)
   std::uint64_t x87_fip_ = 0, x87_fdp_ = 0;
@@ -243,20 +274,22 @@ core::Status EmuSession::MapInto(const Mapping& m, bool with_contents) {
 }
 
 core::Status EmuSession::Start() {
-  if (core::Status s = EnableCpuidFaulting(tracee_); !s.ok()) {
-    // Not needed by the emulator itself (it answers cpuid), only by the
-    // proxy tracee, which never runs user code: ignore.
-    (void)s;
-  }
+  // Not needed by the emulator itself (it answers cpuid), only by the proxy
+  // tracee, which never runs user code: a machine without it is fine.
+  traps_.cpuid = EnableCpuidFaulting(tracee_).ok();
+  traps_.rdtsc = options_.spawn.trap_rdtsc;
   if (core::Status s = tracee_.GetRegs(&tracee_regs_); !s.ok()) return s;
   if (core::Status s = tracee_.GetXState(&xstate_); !s.ok()) return s;
   slots_.resize(layout_.count());
   layout_.CollectGprs(tracee_regs_, slots_);
   layout_.CollectFp(xstate_, slots_);
   for (std::size_t i = 0; i < kGprs; ++i) std::memcpy(&gpr_[i], slots_[i].value, 8);
-  if (core::Status s = space_.Init(tracee_); !s.ok()) return s;
   core::Expected<std::vector<std::uint8_t>> auxv = tracee_.ReadAuxv();
   if (!auxv.ok()) return auxv.status();
+  // Without the vDSO, libc's clock functions are system calls, which the
+  // tracee runs (the vDSO's would read the kernel's [vvar] page).
+  if (core::Status s = HideVdso(tracee_, tracee_regs_.rsp, &*auxv); !s.ok()) return s;
+  if (core::Status s = space_.Init(tracee_); !s.ok()) return s;
   if (emu_.at_random.size() == 16) {
     for (std::size_t i = 0; i + 16 <= auxv->size(); i += 16) {
       std::uint64_t type = 0, value = 0;
@@ -725,6 +758,11 @@ core::Status EmuSession::NativeStep(core::Address pc, std::uint8_t size, bool si
     Halt(core::Status::Ok());
     return core::Status::Ok();
   }
+  if (stop->kind == Stop::kSignal) {
+    // The instruction faulted on the CPU (not run): the kernel delivers the signal.
+    user_regs_struct at{};
+    if (tracee_.GetRegs(&at).ok() && at.rip == pc) return DeliverFault(stop->signal);
+  }
   user_regs_struct after{};
   if (stop->kind != Stop::kStepped || !tracee_.GetRegs(&after).ok() ||
       (after.rip != pc && after.rip != pc + size)) {
@@ -749,29 +787,7 @@ core::Status EmuSession::NativeStep(core::Address pc, std::uint8_t size, bool si
   after.eflags &= ~(kTf | kRf);
   changes_.clear();
   if (simd) {
-    user_fpregs_struct fp{};
-    if (ptrace(PTRACE_GETFPREGS, tracee_.pid(), nullptr, &fp) != 0)
-      return core::Status::IOError("PTRACE_GETFPREGS: " + std::string(std::strerror(errno)));
-    std::uint32_t mxcsr = fp.mxcsr;
-    uc_reg_write(uc_, UC_X86_REG_MXCSR, &mxcsr);
-    for (int i = 0; i < 16; ++i) uc_reg_write(uc_, UC_X86_REG_XMM0 + i, &fp.xmm_space[4 * i]);
-    // x87: control, status (with TOP), tags, the physical registers, pointers.
-    std::uint16_t fcw = static_cast<std::uint16_t>(fp.cwd),
-                  fsw = static_cast<std::uint16_t>(fp.swd);
-    uc_reg_write(uc_, UC_X86_REG_FPCW, &fcw);
-    uc_reg_write(uc_, UC_X86_REG_FPSW, &fsw);
-    const auto* st = reinterpret_cast<const std::uint8_t*>(fp.st_space);
-    std::uint16_t tag = FullTagWord(static_cast<std::uint8_t>(fp.ftw), fsw, st);
-    uc_reg_write(uc_, UC_X86_REG_FPTAG, &tag);
-    const unsigned top = (fsw >> 11) & 7;
-    for (unsigned i = 0; i < 8; ++i) {
-      std::uint8_t reg[16] = {};
-      std::memcpy(reg, st + 16 * i, 10);
-      uc_reg_write(uc_, UC_X86_REG_FP0 + static_cast<int>((top + i) & 7), reg);
-    }
-    x87_fop_ = fp.fop;
-    x87_fip_ = fp.rip;
-    x87_fdp_ = fp.rdp;
+    if (core::Status s = LoadFpFromTracee(); !s.ok()) return s;
     fp_slots_ = slots_;
     CollectFp(&fp_slots_);
     DiffRegisters(layout_, slots_, fp_slots_, layout_.gpr_count(), layout_.count(), &changes_);
@@ -781,6 +797,99 @@ core::Status EmuSession::NativeStep(core::Address pc, std::uint8_t size, bool si
                                  after.rbp, after.rsp, after.r8,  after.r9,  after.r10,   after.r11,
                                  after.r12, after.r13, after.r14, after.r15, after.eflags};
   FinishNative(pc, size, v, after.rip);
+  return core::Status::Ok();
+}
+
+// The tracee stopped with `sig`, raised by the instruction at its rip (run
+// there by NativeStep with the emulator's state): the kernel delivers it as
+// it would to the program, and the trace records the delivery as the ptrace
+// engine does (a signal event: the frame, every register it changed, the
+// handler's address). A signal without a handler ends the program.
+core::Status EmuSession::DeliverFault(int sig) {
+  core::Expected<Stop> stop = tracee_.Step(sig);
+  if (!stop.ok()) return stop.status();
+  if (stop->kind == Stop::kExited || stop->kind == Stop::kKilled) {
+    const bool exited = stop->kind == Stop::kExited;
+    result_.end = exited ? RecordResult::End::kExited : RecordResult::End::kKilled;
+    result_.exit_code = stop->exit_code;
+    result_.signal = stop->signal;
+    done_ = true;
+    uc_emu_stop(uc_);
+    return core::Status::Ok();
+  }
+  if (stop->kind != Stop::kStepped) {
+    return core::Status::Unsupported("another signal or event arrived while signal " +
+                                     std::to_string(sig) +
+                                     " was delivered: not supported by the emu engine");
+  }
+  user_regs_struct after{};
+  if (core::Status s = tracee_.GetRegs(&after); !s.ok()) return s;
+  // The frame's saved rflags (rt_sigframe: pretcode, uc_flags, uc_link,
+  // uc_stack, then sigcontext with rflags at +136) carry the TF of the step.
+  const core::Address saved_flags = after.rsp + 8 + 8 + 8 + 24 + 136;
+  std::uint64_t flags = 0;
+  if (tracee_.ReadMemory(saved_flags, {reinterpret_cast<std::uint8_t*>(&flags), 8}) == 8 &&
+      (flags & (kTf | kRf))) {
+    flags &= ~(kTf | kRf);
+    if (core::Status s =
+            tracee_.WriteMemory(saved_flags, {reinterpret_cast<std::uint8_t*>(&flags), 8});
+        !s.ok())
+      return s;
+  }
+  after.eflags &= ~(kTf | kRf);
+  // The frame: every byte of writable memory that changed, into Unicorn too.
+  data_.clear();
+  spans_.clear();
+  ranges_.clear();
+  ++result_.full_diffs;
+  space_.Diff(tracee_, &ranges_);
+  Capture(ranges_);
+  changes_.clear();
+  if (core::Status s = LoadFpFromTracee(); !s.ok()) return s;
+  fp_slots_ = slots_;
+  CollectFp(&fp_slots_);
+  DiffRegisters(layout_, slots_, fp_slots_, layout_.gpr_count(), layout_.count(), &changes_);
+  slots_.swap(fp_slots_);
+  WriteGprs(after);
+  const std::uint64_t v[kHot] = {after.rax, after.rbx, after.rcx, after.rdx, after.rsi,   after.rdi,
+                                 after.rbp, after.rsp, after.r8,  after.r9,  after.r10,   after.r11,
+                                 after.r12, after.r13, after.r14, after.r15, after.eflags};
+  DiffHot(v);
+  BuildWrites();
+  sink_.OnSignal({sig, after.rip, changes_, writes_});
+  ++result_.signals;
+  data_.clear();
+  spans_.clear();
+  std::uint64_t rip = after.rip;
+  uc_reg_write(uc_, UC_X86_REG_RIP, &rip);
+  return core::Status::Ok();
+}
+
+// The tracee's x87/SSE state into Unicorn (after the CPU or the kernel
+// changed it: a natively run instruction, a signal's delivery, rt_sigreturn).
+core::Status EmuSession::LoadFpFromTracee() {
+  user_fpregs_struct fp{};
+  if (ptrace(PTRACE_GETFPREGS, tracee_.pid(), nullptr, &fp) != 0)
+    return core::Status::IOError("PTRACE_GETFPREGS: " + std::string(std::strerror(errno)));
+  std::uint32_t mxcsr = fp.mxcsr;
+  uc_reg_write(uc_, UC_X86_REG_MXCSR, &mxcsr);
+  for (int i = 0; i < 16; ++i) uc_reg_write(uc_, UC_X86_REG_XMM0 + i, &fp.xmm_space[4 * i]);
+  // x87: control, status (with TOP), tags, the physical registers, pointers.
+  std::uint16_t fcw = static_cast<std::uint16_t>(fp.cwd), fsw = static_cast<std::uint16_t>(fp.swd);
+  uc_reg_write(uc_, UC_X86_REG_FPCW, &fcw);
+  uc_reg_write(uc_, UC_X86_REG_FPSW, &fsw);
+  const auto* st = reinterpret_cast<const std::uint8_t*>(fp.st_space);
+  std::uint16_t tag = FullTagWord(static_cast<std::uint8_t>(fp.ftw), fsw, st);
+  uc_reg_write(uc_, UC_X86_REG_FPTAG, &tag);
+  const unsigned top = (fsw >> 11) & 7;
+  for (unsigned i = 0; i < 8; ++i) {
+    std::uint8_t reg[16] = {};
+    std::memcpy(reg, st + 16 * i, 10);
+    uc_reg_write(uc_, UC_X86_REG_FP0 + static_cast<int>((top + i) & 7), reg);
+  }
+  x87_fop_ = fp.fop;
+  x87_fip_ = fp.rip;
+  x87_fdp_ = fp.rdp;
   return core::Status::Ok();
 }
 
@@ -894,8 +1003,40 @@ core::Status EmuSession::ProxySyscall() {
     // As the ptrace engine: the kernel would write the rseq area behind the trace's back.
     after.rax = static_cast<std::uint64_t>(-ENOSYS);
   } else {
+    const bool forks = CreatesProcess(tracee_, nr, args);
+    if (forks) {
+      // The child starts from the tracee's state: the emulator's x87/SSE too.
+      fp_slots_ = slots_;
+      CollectFp(&fp_slots_);
+      if (ptrace(PTRACE_SETFPREGS, tracee_.pid(), nullptr, xstate_.data()) != 0)
+        return core::Status::IOError("PTRACE_SETFPREGS: " + std::string(std::strerror(errno)));
+    }
     if (core::Status s = tracee_.SetRegs(before); !s.ok()) return s;
     core::Expected<Stop> stop = tracee_.Step();
+    while (stop.ok() && stop->kind == Stop::kEvent && forks && stop->event != PTRACE_EVENT_EXEC &&
+           options_.follow == RecordOptions::Follow::kParent) {
+      // The child runs untraced, as without the recorder (untraced.h); the
+      // parent's system call goes on (vfork: until the child execs or exits).
+      unsigned long msg = 0;
+      ptrace(PTRACE_GETEVENTMSG, tracee_.pid(), nullptr, &msg);
+      const pid_t child = static_cast<pid_t>(msg);
+      if (core::Status s = tracee_.WaitNewThread(child); !s.ok()) return s;
+      if (core::Status s = Untrace(tracee_, child, pc, traps_); !s.ok()) return s;
+      if (core::Status s = tracee_.Detach(child); !s.ok()) return s;
+      stop = tracee_.Step();
+    }
+    while (stop.ok() && stop->kind == Stop::kSignal && Discarded(tracee_.pid(), stop->signal)) {
+      // SIGCHLD and the like: not delivered to the program. It came before
+      // the system call ran or after it completed; if it interrupted it, the
+      // next step restarts it.
+      user_regs_struct now{};
+      if (core::Status s = tracee_.GetRegs(&now); !s.ok()) return s;
+      if (now.rip != pc && !Restarts(now.rax)) {
+        stop = Stop();  // stepped: the signal is dropped when the tracee resumes
+        break;
+      }
+      stop = tracee_.Step();
+    }
     if (!stop.ok()) return stop.status();
     switch (stop->kind) {
       case Stop::kStepped:
@@ -936,13 +1077,23 @@ core::Status EmuSession::ProxySyscall() {
           return core::Status::Unsupported(
               "the program creates a thread (clone): not supported by the emu engine");
         return core::Status::Unsupported(
-            "the program creates a process (fork/vfork): not supported by the emu engine");
+            "the program creates a process (fork/vfork): following the child is not supported "
+            "by the emu engine (--follow parent records the parent)");
       }
     }
     if (core::Status s = tracee_.GetRegs(&after); !s.ok()) return s;
   }
-  after.r11 = before.eflags & ~(kTf | kRf);
-  after.rcx = pc + size;
+  const bool sigreturn = nr == kSysRtSigreturn && after.rip != pc + size;
+  if (sigreturn) {
+    // Every register comes back from the signal frame, rip and x87/SSE too.
+    after.eflags &= ~(kTf | kRf);
+    if (core::Status s = LoadFpFromTracee(); !s.ok()) return s;
+    resume_at_ = after.rip;
+    uc_emu_stop(uc_);
+  } else {
+    after.r11 = before.eflags & ~(kTf | kRf);
+    after.rcx = pc + size;
+  }
   sys.result = after.rax;
   const bool failed = after.rax > ~std::uint64_t{4095};
   if (ChangesMappings(nr) && !failed) {
@@ -996,13 +1147,14 @@ core::Status EmuSession::ProxySyscall() {
   for (std::size_t i = 0; i < kHot; ++i) set(i, v[i]);
   set(kFsBaseSlot, after.fs_base);
   set(kGsBaseSlot, after.gs_base);
-  // FP state: unchanged by the kernel, but diffed here as the ptrace engine
-  // does after every syscall (catches anything the decoder missed).
+  // FP state: unchanged by the kernel (but for rt_sigreturn), diffed here as
+  // the ptrace engine does after every syscall (catches anything the decoder
+  // missed).
   fp_slots_ = slots_;
   CollectFp(&fp_slots_);
   const std::size_t before_fp = changes_.size();
   DiffRegisters(layout_, slots_, fp_slots_, layout_.gpr_count(), layout_.count(), &changes_);
-  result_.missed_registers += changes_.size() - before_fp;
+  if (!sigreturn) result_.missed_registers += changes_.size() - before_fp;
   slots_.swap(fp_slots_);
 
   BuildWrites();
@@ -1028,6 +1180,35 @@ core::Status EmuSession::Run() {
     uc_reg_read(uc_, UC_X86_REG_RIP, &rip);
     const uc_err e = uc_emu_start(uc_, rip, 0, 0, 0);
     if (done_) break;
+    if (resume_at_) {
+      // After rt_sigreturn: where the signal interrupted the program.
+      std::uint64_t at = *resume_at_;
+      resume_at_.reset();
+      uc_reg_write(uc_, UC_X86_REG_RIP, &at);
+      continue;
+    }
+    const bool fault = e == UC_ERR_READ_UNMAPPED || e == UC_ERR_WRITE_UNMAPPED ||
+                       e == UC_ERR_FETCH_UNMAPPED || e == UC_ERR_READ_PROT ||
+                       e == UC_ERR_WRITE_PROT || e == UC_ERR_FETCH_PROT;
+    const bool grows_stack =
+        stack_low_ && fault_address_ < stack_low_ && fault_address_ + kMaxStackGrowth >= stack_low_;
+    if (pending_ && ((fault && !grows_stack) || e == UC_ERR_INSN_INVALID)) {
+      // A fault, or an instruction TCG lacks: the CPU runs it in the tracee
+      // with the emulator's state; a fault there is delivered as a signal.
+      pending_ = false;
+      ++native_steps_;
+      // The hook's size is TCG's, short for an instruction it cannot decode.
+      std::uint8_t bytes[15] = {};
+      std::size_t n = sizeof bytes;
+      while (n > 0 && uc_mem_read(uc_, pending_pc_, bytes, n) != UC_ERR_OK) --n;
+      const Decoded& d = decoder_.Decode(pending_pc_, std::span<const std::uint8_t>(bytes, n));
+      const std::uint8_t size = d.size ? d.size : pending_size_;
+      if (core::Status s = NativeStep(pending_pc_, size, true, true); !s.ok()) {
+        error_ = std::move(s);
+        break;
+      }
+      continue;
+    }
     if (e != UC_ERR_OK) {
       std::uint8_t bytes[15] = {};
       std::size_t n = 15;
@@ -1040,11 +1221,7 @@ core::Status EmuSession::Run() {
       }
       if (!hex.empty()) hex.pop_back();
       pending_ = false;
-      const bool fault = e == UC_ERR_READ_UNMAPPED || e == UC_ERR_WRITE_UNMAPPED ||
-                         e == UC_ERR_FETCH_UNMAPPED || e == UC_ERR_READ_PROT ||
-                         e == UC_ERR_WRITE_PROT || e == UC_ERR_FETCH_PROT;
-      if (stack_low_ && fault_address_ < stack_low_ &&
-          fault_address_ + kMaxStackGrowth >= stack_low_) {
+      if (grows_stack) {
         error_ = core::Status::Unsupported("the program's stack could not grow to " +
                                            Hex(fault_address_) + " (at " + Hex(pending_pc_) + ")");
         break;

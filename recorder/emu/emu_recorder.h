@@ -32,10 +32,13 @@
 // portable; rdtsc/rdtscp return a counter (instructions retired * 16).
 // rseq fails with ENOSYS, as in the ptrace engine.
 //
+// The vDSO is hidden from the program (vdso.h: RecordOptions::hide_vdso is
+// implied): its clock functions are system calls the tracee runs.
+//
 // Refused (Unsupported; the trace ends before the instruction, the sink is
 // finished): an instruction the emulator cannot execute, a memory fault (a
 // signal), int3/int n, clone/fork/vfork/execve, a signal, a read of the
-// [vvar] page (vdso clocks). The stack grows down as the kernel grows it
+// [vvar] page (only through the vDSO's code, which nothing calls). The stack grows down as the kernel grows it
 // (GrowStack: the tracee touches the page, Unicorn maps it).
 //
 // Thread-safety: one recording per thread (ptrace is per-thread).

@@ -26,6 +26,7 @@ Run by ctest:
 import contextlib
 import os
 import re
+import subprocess
 import sys
 import unittest
 
@@ -53,15 +54,19 @@ class Recorded:
     VARIANT = None
     EXPECT = None    # what the program prints
     FOLLOW = []      # extra `backstep record` options
+    STATUS = 0       # `backstep record` exits with the program's status
 
     @classmethod
     def setUpClass(cls):
         cls.env = util.Env.from_argv()
         cls.program = os.path.join(PROGRAMS, "%s_%s" % (cls.NAME, cls.VARIANT))
         path = os.path.join(cls.env.dir, "%s_%s.ucir" % (cls.NAME, cls.VARIANT))
-        out = util.run([cls.env.backstep, "record", "-o", path] + cls.FOLLOW
-                       + ["--", cls.program])
+        rec = subprocess.run([cls.env.backstep, "record", "-o", path] + cls.FOLLOW
+                             + ["--", cls.program], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, timeout=util.STEP_TIMEOUT)
+        out = rec.stdout
         assert cls.EXPECT in out, out
+        assert rec.returncode == cls.STATUS, out
         util.run([cls.env.backstep, "index", path])
         cls.trace = util.Trace(path, {})
         cls.L = marks(cls.NAME + ".c")
@@ -150,6 +155,7 @@ class ForkChild(Recorded, unittest.TestCase):
     NAME = "forks"
     VARIANT = "O0_static"
     EXPECT = "(program exited, status 3)"
+    STATUS = 3
     FOLLOW = ["--follow", "child"]
 
     def test_gdb_watch_finds_the_childs_write(self):
