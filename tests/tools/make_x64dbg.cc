@@ -49,8 +49,7 @@ int main(int argc, char** argv) {
     }
     if (ev.kind == backstep::core::EventKind::kInstruction) {
       if (instructions == static_cast<long long>(o.reveal_at) && full < 0) {
-        // The block after the reveal point: its position (a switch marker
-        // may precede it).
+        // The block at the reveal point (positions are blocks).
         full = static_cast<long long>(e);
       }
       ++instructions;

@@ -1,15 +1,20 @@
 #include "backstep/testing/x64dbg_fixtures.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 
 #include "backstep/core/trace_writer.h"
+#include "formats/x64dbg/x64dbg_block.h"
+#include "formats/x64dbg/x64dbg_format.h"
+#include "formats/x64dbg/x64dbg_regdump.h"
 #include "formats/x64dbg/x64dbg_trace_writer.h"
 
 namespace backstep::core::testing {
@@ -26,8 +31,10 @@ const std::vector<Insn>& CodeA() {
       {{0x48, 0x89, 0x05, 0xee, 0x2f, 0x00, 0x00}},  // mov [rip+0x2fee], rax
       {{0x50}},                                      // push rax
       {{0x58}},                                      // pop rax
-      {{0x48, 0xff, 0xc9}},                          // dec rcx
-      {{0x75, 0xe7}},                                // jnz 0x401000
+      {{0x50}},              // push rax (the slot holds rax already: x64dbg's bit 0)
+      {{0x58}},              // pop rax
+      {{0x48, 0xff, 0xc9}},  // dec rcx
+      {{0x75, 0xe5}},        // jnz 0x401000
   };
   return code;
 }
@@ -48,8 +55,10 @@ const std::vector<Insn>& CodeA32() {
       {{0xa3, 0x00, 0x40, 0x40, 0x00}},  // mov [0x404000], eax
       {{0x50}},                          // push eax
       {{0x58}},                          // pop eax
+      {{0x50}},                          // push eax (bit 0)
+      {{0x58}},                          // pop eax
       {{0x49}},                          // dec ecx
-      {{0x75, 0xee}},                    // jnz 0x401000
+      {{0x75, 0xec}},                    // jnz 0x401000
   };
   return code;
 }
@@ -164,12 +173,13 @@ class Simulator {
     for (unsigned i = 0; i < w_; ++i) b[i] = static_cast<std::uint8_t>(v >> (8 * i));
     return b;
   }
-  // A memory operand as X64dbgReader reports it: old value read (unless
-  // `untrusted`, a PUSH's slot), new value written when it changes.
-  void Access(FakeEvent& e, Address a, std::optional<std::uint64_t> store, bool untrusted = false) {
-    const std::uint64_t old = Known(a) || !untrusted ? Load(a) : 0;
-    if (!untrusted) e.reads.push_back({a, Bytes(old)});
-    if (store && *store != old) e.writes.push_back({a, Bytes(*store)});
+  // A memory operand as X64dbgReader reports it: old value read, new value
+  // written when it changes; a PUSH's slot (`pushed`) is only written, with
+  // its value after the push, changed or not.
+  void Access(FakeEvent& e, Address a, std::optional<std::uint64_t> store, bool pushed = false) {
+    const std::uint64_t old = Load(a);
+    if (!pushed) e.reads.push_back({a, Bytes(old)});
+    if (store && (pushed || *store != old)) e.writes.push_back({a, Bytes(*store)});
     if (store) {
       for (unsigned i = 0; i < w_; ++i)
         memory_[a + i] = static_cast<std::uint8_t>(*store >> (8 * i));
@@ -187,12 +197,25 @@ class Simulator {
   unsigned w_;
 };
 
-}  // namespace
+// One simulated instruction: its thread, its thread's registers before and
+// after it, and its memory accesses.
+struct Step {
+  int who = 0;
+  RegisterFile before, after;
+  FakeEvent body;
+};
 
-FakeTrace MakeX64dbgProgram(const X64dbgProgramOptions& options) {
+struct Program {
+  FakeTrace trace;  // header and image; events filled by Model()
+  std::vector<Step> steps;
+  std::uint64_t tids[2] = {};
+};
+
+Program Simulate(const X64dbgProgramOptions& options) {
   g_arch = options.i386 ? &I386() : &X86_64();
   const unsigned w = options.i386 ? 4 : 8;
-  FakeTrace trace;
+  Program program;
+  FakeTrace& trace = program.trace;
   trace.address_kind = AddressKind::kVirtual;
   trace.records_reads = true;
   Simulator sim(&trace, w);
@@ -215,34 +238,30 @@ FakeTrace MakeX64dbgProgram(const X64dbgProgramOptions& options) {
   image_region(kX64dbgStackB - w, 2 * w);
   image_region(kX64dbgStackA - w, 2 * w);
 
-  // The schedule: which thread runs each instruction.
+  // The schedule: which thread runs each instruction (one more, on the
+  // other thread, for a file that ends after a switch).
+  const std::uint64_t count = options.instructions + (options.end_with_switch ? 1 : 0);
   std::mt19937_64 rng(options.seed);
   std::vector<int> who;
   int t = 0;
-  while (who.size() < options.instructions) {
+  while (who.size() < count) {
     const std::uint64_t run = 1 + rng() % 12;
-    for (std::uint64_t i = 0; i < run && who.size() < options.instructions; ++i) who.push_back(t);
+    for (std::uint64_t i = 0; i < run && who.size() < count; ++i) who.push_back(t);
     if (options.two_threads) t ^= 1;
   }
+  if (options.end_with_switch && count >= 2) who.back() = 1 - who[count - 2];
   RegisterFile truth[2] = {Truth(true), Truth(false)};
-  const std::uint64_t tids[2] = {kX64dbgThreadA, kX64dbgThreadB};
+  program.tids[0] = options.thread_a;
+  program.tids[1] = options.thread_b;
   const RegisterId rax = Id(R("rax")), rbx = Id(R("rbx")), rcx = Id(R("rcx")), rdx = Id(R("rdx")),
                    rsp = Id(R("rsp")), rip = Id(R("rip")), eflags = Id("eflags");
   const std::uint64_t mask = w == 8 ? ~std::uint64_t{0} : 0xffffffffu;
-  {
-    RegisterFile first(*g_arch);
-    for (const RegisterWrite& write :
-         Known(truth[who.empty() ? 0 : who[0]], options.reveal_at == 0)) {
-      first.Apply(write);
-    }
-    trace.initial_registers.emplace_back(ThreadId(tids[who.empty() ? 0 : who[0]]), first);
-  }
   for (std::size_t k = 0; k < who.size(); ++k) {
     const int me = who[k];
     RegisterFile& r = truth[me];
-    const RegisterFile before = r;
-    FakeEvent e;
-    e.thread = ThreadId(tids[me]);
+    Step step{me, r, r, {}};
+    FakeEvent& e = step.body;
+    e.thread = ThreadId(program.tids[me]);
     const Address pc = r.u64(rip);
     const auto& code = me == 0 ? (w == 8 ? CodeA() : CodeA32()) : (w == 8 ? CodeB() : CodeB32());
     const Address base = me == 0 ? kX64dbgCodeA : kX64dbgCodeB;
@@ -266,19 +285,21 @@ FakeTrace MakeX64dbgProgram(const X64dbgProgramOptions& options) {
           sim.Access(e, kX64dbgCounter, r.u64(rax));
           break;
         case 3:
+        case 5:
           r.SetU64(rsp, r.u64(rsp) - w);
-          sim.Access(e, r.u64(rsp), r.u64(rax), /*untrusted=*/true);
+          sim.Access(e, r.u64(rsp), r.u64(rax), /*pushed=*/true);
           break;
         case 4:
+        case 6:
           sim.Access(e, r.u64(rsp), std::nullopt);
           r.SetU64(rax, sim.Load(r.u64(rsp)));
           r.SetU64(rsp, r.u64(rsp) + w);
           break;
-        case 5:
+        case 7:
           r.SetU64(rcx, (r.u64(rcx) - 1) & mask);
           r.SetU64(eflags, Flags(r.u64(eflags), r.u64(rcx), w));
           break;
-        case 6:
+        case 8:
           if (!(r.u64(eflags) & 0x40)) next = kX64dbgCodeA;
           break;
       }
@@ -301,33 +322,156 @@ FakeTrace MakeX64dbgProgram(const X64dbgProgramOptions& options) {
       }
     }
     r.SetU64(rip, next);
-    const bool last = k + 1 == who.size();
-    if (last || who[k + 1] != me) {
-      e.flags = kEventClearsRegisters;  // the state after it is not in the file
-      trace.events.push_back(std::move(e));
-      if (!last) {
-        FakeEvent marker;
-        marker.thread = ThreadId(tids[who[k + 1]]);
-        marker.kind = EventKind::kMarker;
-        marker.description = "thread switch";
-        marker.flags = kEventClearsRegisters;
-        marker.registers = Known(truth[who[k + 1]], k + 1 >= options.reveal_at);
-        trace.events.push_back(std::move(marker));
-      }
-      continue;
+    step.after = r;
+    program.steps.push_back(std::move(step));
+  }
+  return program;
+}
+
+const X64dbgDumpLayout& Layout() {
+  return g_arch == &X86_64() ? X64dbgDumpLayout::X64() : **X64dbgDumpLayout::X86();
+}
+
+RegisterFile FileOf(const std::vector<RegisterWrite>& writes) {
+  RegisterFile f(*g_arch);
+  for (const RegisterWrite& w : writes) f.Apply(w);
+  return f;
+}
+
+struct Dump {
+  std::vector<std::uint8_t> bytes, known;
+};
+Dump DumpOf(const RegisterFile& regs) {
+  const X64dbgDumpLayout& layout = Layout();
+  Dump d{std::vector<std::uint8_t>(layout.dump_size()),
+         std::vector<std::uint8_t>(layout.slot_count())};
+  layout.Encode(regs, d.bytes, d.known);
+  return d;
+}
+
+// The registers known after the last block `k` when no switch follows it:
+// those of the slots it does not list. The writer lists a slot that differs
+// between before(k) and after it, or between before(k-1) and before(k),
+// every slot of a full dump, and a slot it cannot tell unchanged (a
+// register unknown after: the listed ones are, in the reader's events it
+// may be given back).
+std::vector<RegisterWrite> UnlistedAfterLast(const Program& program, std::size_t k,
+                                             std::uint64_t reveal_at) {
+  const X64dbgDumpLayout& layout = Layout();
+  const Step& s = program.steps[k];
+  const Dump before = DumpOf(FileOf(Known(s.before, k >= reveal_at)));
+  const Dump after = DumpOf(FileOf(Known(s.after, k >= reveal_at)));
+  std::optional<Dump> previous;
+  if (k > 0) previous = DumpOf(FileOf(Known(program.steps[k - 1].before, k - 1 >= reveal_at)));
+  const unsigned duint = layout.duint();
+  auto differs = [&](const Dump& a, const Dump& b, unsigned slot) {
+    return !a.known[slot] || !b.known[slot] ||
+           std::memcmp(a.bytes.data() + slot * duint, b.bytes.data() + slot * duint, duint) != 0;
+  };
+  const bool full =
+      std::all_of(before.known.begin(), before.known.end(), [](auto x) { return x; }) &&
+      k % kX64dbgFullDumpEvery == 0;
+  std::vector<std::uint8_t> unlisted(layout.slot_count());
+  for (unsigned slot = 0; slot < layout.slot_count(); ++slot) {
+    unlisted[slot] = before.known[slot] && !full && !differs(before, after, slot) && previous &&
+                     !differs(*previous, before, slot);
+  }
+  std::vector<RegisterWrite> out;
+  while (true) {
+    out.clear();
+    layout.DecodeAll(before.bytes, unlisted, &out);
+    const Dump kept = DumpOf(FileOf(out));
+    bool stable = true;
+    for (unsigned slot = 0; slot < layout.slot_count(); ++slot) {
+      if (unlisted[slot] && !kept.known[slot]) unlisted[slot] = 0, stable = false;
     }
-    // Registers that change, or become known with the reveal.
-    const bool revealed = k + 1 >= options.reveal_at, was = k >= options.reveal_at;
-    for (const RegisterWrite& write : Known(r, revealed)) {
-      const bool newly = revealed && !was && !EarlyRegister(write.reg);
-      const auto old = before.bytes(write.reg);
-      if (newly || std::memcmp(old.data(), write.value, old.size()) != 0) {
-        e.registers.push_back(write);
+    if (stable) return out;
+  }
+}
+
+// The reader's events (x64dbg_reader.h) for the first `blocks` steps; the
+// last has bit 7 (the file ends after a switch) when `last_switch`.
+FakeTrace Model(const Program& program, const X64dbgProgramOptions& options, std::size_t blocks,
+                bool last_switch) {
+  FakeTrace trace = program.trace;
+  const std::vector<Step>& steps = program.steps;
+  auto revealed = [&](std::size_t k) { return k >= options.reveal_at; };
+  auto tid = [&](std::size_t k) { return ThreadId(program.tids[steps[k].who]); };
+  // A thread that has not run yet is suspended: the registers of its first
+  // block from position 0 on.
+  for (std::size_t k = 0; k < blocks; ++k) {
+    const bool seen = std::any_of(trace.initial_registers.begin(), trace.initial_registers.end(),
+                                  [&](const auto& t) { return t.first == tid(k); });
+    if (!seen) {
+      trace.initial_registers.emplace_back(tid(k), FileOf(Known(steps[k].before, revealed(k))));
+    }
+  }
+  for (std::size_t k = 0; k < blocks; ++k) {
+    const Step& s = steps[k];
+    FakeEvent e = s.body;
+    if (k + 1 == blocks) {
+      e.flags = kEventClearsRegisters;
+      if (!last_switch) e.registers = UnlistedAfterLast(program, k, options.reveal_at);
+    } else if (steps[k + 1].who != s.who) {
+      // Switched out: its registers at its next block, when it runs again.
+      e.flags = kEventClearsRegisters;
+      for (std::size_t m = k + 2; m < blocks; ++m) {
+        if (steps[m].who == s.who) {
+          e.registers = Known(s.after, revealed(m));
+          break;
+        }
+      }
+    } else if (k > 0 && steps[k - 1].who != s.who) {
+      // Its first instruction after a switch: every register.
+      e.flags = kEventClearsRegisters;
+      e.registers = Known(s.after, revealed(k + 1));
+    } else {
+      // Registers that change, or become known with the reveal.
+      const bool now = revealed(k + 1), was = revealed(k);
+      for (const RegisterWrite& write : Known(s.after, now)) {
+        const bool newly = now && !was && !EarlyRegister(write.reg);
+        const auto old = s.before.bytes(write.reg);
+        if (newly || std::memcmp(old.data(), write.value, old.size()) != 0) {
+          e.registers.push_back(write);
+        }
       }
     }
     trace.events.push_back(std::move(e));
   }
   return trace;
+}
+
+}  // namespace
+
+FakeTrace MakeX64dbgProgram(const X64dbgProgramOptions& options) {
+  const Program program = Simulate(options);
+  return Model(program, options, options.instructions, options.end_with_switch);
+}
+
+Status WriteX64dbgProgram(const X64dbgProgramOptions& options, const std::string& path) {
+  const Program program = Simulate(options);
+  BACKSTEP_RETURN_IF_ERROR(
+      WriteX64dbgTrace(Model(program, options, program.steps.size(), false), path));
+  if (!options.end_with_switch) return Status::Ok();
+  // x64dbg drops the pending instruction when the recording stops: the
+  // file ends with the block of bit 7 before it.
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<std::uint8_t> bytes{std::istreambuf_iterator<char>(in), {}};
+  const unsigned duint = options.i386 ? 4 : 8;
+  const unsigned slots = Layout().slot_count();
+  std::uint64_t offset =
+      8 + (bytes[4] | bytes[5] << 8 | bytes[6] << 16 | std::uint64_t{bytes[7]} << 24);
+  X64dbgBlock block, prev;
+  std::uint64_t last = offset;
+  for (bool first = true; offset < bytes.size(); first = false) {
+    BACKSTEP_RETURN_IF_ERROR(
+        ParseX64dbgNextBlock(bytes, offset, duint, slots, first ? nullptr : &prev, path, &block));
+    last = offset;
+    offset = block.end;
+    prev = block;
+  }
+  std::filesystem::resize_file(path, last);
+  return Status::Ok();
 }
 
 Status WriteX64dbgTrace(const FakeTrace& trace, const std::string& path) {
@@ -370,7 +514,7 @@ Expected<std::vector<std::uint8_t>> X64dbgProgramBytes(const X64dbgProgramOption
   char name[] = "/tmp/backstep-x64dbg-XXXXXX";
   if (!mkdtemp(name)) return Status::IOError("mkdtemp failed");
   const std::string path = std::string(name) + "/program.trace";
-  Status s = WriteX64dbgTrace(MakeX64dbgProgram(options), path);
+  Status s = WriteX64dbgProgram(options, path);
   std::vector<std::uint8_t> bytes;
   if (s.ok()) {
     std::ifstream in(path, std::ios::binary);

@@ -48,6 +48,7 @@ void BapReader::ScanFirstThreads() {
   std::vector<std::uint64_t> seen;
   for (std::uint64_t i = 0; i < kBapLookahead && at < container_.frames_end; ++i) {
     if (container_.declared_frames != 0 && i >= container_.declared_frames) break;
+    const std::uint64_t frame_at = at;
     auto next = BapFrameAt(data, source_->name(), container_, at, i, &peek_);
     if (!next.ok()) break;  // Next() reports it when it gets there
     at = *next;
@@ -56,7 +57,14 @@ void BapReader::ScanFirstThreads() {
     if (tid > kBapMaxThreadId || std::find(seen.begin(), seen.end(), tid) != seen.end()) continue;
     if (seen.empty()) first_thread_ = ThreadId(tid + 1);
     seen.push_back(tid);
+    // Before its first instruction: the values that instruction's pre-list
+    // reads, and its address.
     RegisterFile regs(arch_->arch());
+    Event pre;
+    if (BapFrameAt(data, source_->name(), container_, frame_at, i, &ahead_).ok()) {
+      AddPreRegisters(ahead_.std_frame(), &pre);
+    }
+    for (const RegisterWrite& w : pre.registers) regs.Apply(w);
     regs.SetU64(arch_->arch().pc(), peek_.std_frame().address());
     initial_.emplace_back(ThreadId(tid + 1), std::move(regs));
   }
@@ -216,35 +224,51 @@ Status BapReader::StdFrame(const bap_proto::std_frame& f, Event* event) {
       AddRegister(spec.reg_operand().name(), op.value(), event);
     }
   }
+  // A suspended thread's registers do not change: the values its next
+  // instruction's pre-list reads are its registers from here on, and its
+  // pc is that instruction's address.
+  BACKSTEP_ASSIGN_OR_RETURN(const bool next, NextFrame(f.thread_id()));
+  if (!next) {
+    // Its last instruction (within reach): what the frame lists is all the
+    // file says about the state after it (no pc in legacy traces, which
+    // have no pc operand; the TCG plugin's post-list has it).
+    event->flags = kEventClearsRegisters;
+    return Status::Ok();
+  }
+  AddPreRegisters(ahead_.std_frame(), event);
   RegisterWrite& pc = event->registers.emplace_back();
   pc.reg = arch_->arch().pc();
-  if (const std::optional<Address> next = NextPc(f.thread_id())) {
-    for (std::size_t i = 0; i < arch_->arch().info(pc.reg).size; ++i) {
-      pc.value[i] = static_cast<std::uint8_t>(*next >> (8 * i));
-    }
-  } else {
-    // No later instruction of this thread within reach (its last one): no
-    // event can make a register unknown again, so the pc keeps this
-    // instruction's address (docs/formats/bap.md, "Limits").
-    event->registers.pop_back();
+  for (std::size_t i = 0; i < arch_->arch().info(pc.reg).size; ++i) {
+    pc.value[i] = static_cast<std::uint8_t>(ahead_.std_frame().address() >> (8 * i));
   }
   return Status::Ok();
 }
 
-std::optional<Address> BapReader::NextPc(std::uint64_t thread_id) {
+void BapReader::AddPreRegisters(const bap_proto::std_frame& f, Event* event) {
+  for (const bap_proto::operand_info& op : f.operand_pre_list().elem()) {
+    if (op.operand_info_specific().has_reg_operand()) {
+      AddRegister(op.operand_info_specific().reg_operand().name(), op.value(), event);
+    }
+  }
+}
+
+Expected<bool> BapReader::NextFrame(std::uint64_t thread_id) {
   const auto data = source_->data();
   std::uint64_t at = next_offset_;
   for (std::uint64_t i = index_ + 1, end = index_ + 1 + kBapLookahead;
        i < end && at < container_.frames_end; ++i) {
     if (container_.declared_frames != 0 && i >= container_.declared_frames) break;
     auto next = BapFrameAt(data, source_->name(), container_, at, i, &peek_);
-    if (!next.ok()) return std::nullopt;
-    at = *next;
+    if (!next.ok()) return false;  // Next() reports it when it gets there
     if (peek_.has_std_frame() && peek_.std_frame().thread_id() == thread_id) {
-      return peek_.std_frame().address();
+      // Decoded once as a peek: this full decoding cannot fail.
+      BACKSTEP_RETURN_IF_ERROR(
+          BapFrameAt(data, source_->name(), container_, at, i, &ahead_).status());
+      return true;
     }
+    at = *next;
   }
-  return std::nullopt;
+  return false;
 }
 
 void BapReader::AddRegister(const std::string& name, const std::string& value, Event* event) {

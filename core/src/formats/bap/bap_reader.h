@@ -10,10 +10,14 @@
 //   * std_frame: an instruction of ThreadId(thread_id + 1). Reads: the
 //     instruction bytes at `address`, then the pre-list's memory operands
 //     (values seen before it). Register writes: the pre-list's registers
-//     (values before, now known), the post-list's (values after), then the
-//     pc: the address of the thread's next std_frame, looked up at most
-//     kBapLookahead frames ahead (else the pc becomes unknown). Writes: the
-//     post-list's memory operands.
+//     (values before, now known), the post-list's (values after), then,
+//     since a suspended thread's registers do not change, the pre-list
+//     registers of the thread's next std_frame (values before it) and the
+//     pc: that frame's address, looked up at most kBapLookahead frames
+//     ahead. Without one (the thread's last instruction) the event clears
+//     the thread's registers first: only what the frame lists is known
+//     after it (legacy traces have no pc operand: the pc is unknown).
+//     Writes: the post-list's memory operands.
 //   * syscall_frame: a syscall event, "syscall N (args ...)", no effects.
 //   * exception_frame: an exception event "exception N ..."; its thread, or
 //     the trace's first thread when it names none.
@@ -22,9 +26,10 @@
 //   * key_frame: a marker "key frame" setting the registers and memory it
 //     lists for its thread (one thread per key frame, else Unsupported).
 // Register operands with names outside the mapping (bap_registers.h) are
-// skipped. Initial state: per thread met in the scan, only the pc of its
-// first std_frame; no memory. Partial state is the point: what no frame
-// touched stays unknown.
+// skipped. Initial state: per thread met in the scan, the pc of its first
+// std_frame and the registers that frame's pre-list reads (the values
+// before it); no memory. Partial state is the point: what no frame touched
+// stays unknown.
 //
 // Header: format "bap", virtual addresses, records_reads true, declared
 // events = the header's frame count n (when not 0), no regions;
@@ -91,9 +96,11 @@ class BapReader final : public TraceReader {
   void AddRegister(const std::string& name, const std::string& value, Event* event);
   Status AddMemory(std::uint64_t address, const std::string& value, std::int32_t bit_length,
                    std::vector<MemoryAccess>* out);
-  // The address of the next std_frame of `thread_id` after the current
-  // frame, if one lies within kBapLookahead frames.
-  std::optional<Address> NextPc(std::uint64_t thread_id);
+  // Decodes into ahead_ the next std_frame of `thread_id` after the
+  // current frame: false if none lies within kBapLookahead frames.
+  Expected<bool> NextFrame(std::uint64_t thread_id);
+  // Appends the register operands of `f`'s pre-list.
+  void AddPreRegisters(const bap_proto::std_frame& f, Event* event);
   std::string Where() const;
 
   std::shared_ptr<const ByteSource> source_;
@@ -107,6 +114,7 @@ class BapReader final : public TraceReader {
   std::uint64_t next_offset_ = 0;         // after it
   bap_proto::frame frame_;                // the event's data points into it
   bap_proto::peek_frame peek_;            // look-ahead
+  bap_proto::frame ahead_;                // the thread's next std_frame
   std::string description_;
 };
 

@@ -23,10 +23,11 @@ std::string Property(const TraceHeader& h, const std::string& key) {
 // What docs/formats/bap.md (§4.4 and "Events") says each frame of
 // SmallBapFrames() means, written out by hand.
 const std::vector<std::string> kSmallEvents = {
+    // Then the pre-list of the thread's next frame: its registers until then.
     "instruction t1 R0x401000=488b042500106000 R0x601000=8877665544332211 "
-    "rax=0x1122334455667788 rip=0x401008",
+    "rax=0x1122334455667788 rax=0x1122334455667788 rip=0x401008",
     "instruction t2 R0x402000=48ffc3 rbx=0x5 eflags=0x202 msr_c0000102=0xffff800000000000 "
-    "rbx=0x6 eflags=0x206 rip=0x403000",
+    "rbx=0x6 eflags=0x206 rsp=0x7ffe0010 rbx=0x6 rip=0x403000",
     "marker t1 \"modload libc.so.6 [0x7f0000000000, 0x7f0000100000)\"",
     "instruction t1 R0x401008=4889042508106000 rax=0x1122334455667788 rip=0x401012 "
     "W0x601008=8877665544332211",
@@ -76,7 +77,9 @@ TEST(BapReaderTest, HeaderAndInitialState) {
   EXPECT_NE(Property(h, "toc").find(": 2 entries of 4 frames"), std::string::npos)
       << Property(h, "toc");
   EXPECT_EQ((*r)->container().toc_entries, 2u);
-  // Each thread knows its first pc and nothing else; memory is unknown.
+  // Each thread knows its first pc and the registers its first frame's
+  // pre-list reads (thread 1: none; thread 2: rbx, eflags, the MSR), nothing
+  // else; memory is unknown.
   auto initial = (*r)->InitialRegisters();
   ASSERT_EQ(initial.size(), 2u);
   EXPECT_EQ(initial[0].first, ThreadId(1));
@@ -84,11 +87,11 @@ TEST(BapReaderTest, HeaderAndInitialState) {
   const RegisterId rip = X86_64().pc();
   EXPECT_EQ(initial[0].second.u64(rip), 0x401000u);
   EXPECT_EQ(initial[1].second.u64(rip), 0x402000u);
-  for (const auto& [tid, regs] : initial) {
-    for (RegisterId id = 0; id < X86_64().register_count(); ++id) {
-      if (id != rip && !X86_64().info(id).derived) {
-        EXPECT_FALSE(regs.known(id)) << id;
-      }
+  EXPECT_EQ(initial[1].second.u64(*X86_64().Find("rbx")), 5u);
+  EXPECT_EQ(initial[1].second.u64(X86_64().flags()), 0x202u);
+  for (RegisterId id = 0; id < X86_64().register_count(); ++id) {
+    if (id != rip && !X86_64().info(id).derived) {
+      EXPECT_FALSE(initial[0].second.known(id)) << X86_64().info(id).name;
     }
   }
   std::vector<std::uint8_t> out(16), known(16, 1);
@@ -190,7 +193,7 @@ TEST(BapReaderTest, I386LegacyAndPluginNames) {
     EXPECT_EQ(ReadAll(**r),
               (std::vector<std::string>{
                   "instruction t1 R0x8048000=01d8 eax=0x2 ebx=0x3 eax=0x5 eflags=0x206 "
-                  "eip=0x8048002 W0xbffff000=05000000",
+                  "esp=0xbffff000 eip=0x8048002 W0xbffff000=05000000",
                   "instruction t1 R0x8048002=90 esp=0xbffff000"}));
   }
 }

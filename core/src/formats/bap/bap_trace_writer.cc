@@ -191,7 +191,12 @@ Status BapTraceWriter::Append(const Event& event) {
   if (!writer_) return Status::InvalidArgument(path_ + ": Append() before Begin()");
   const std::string where = path_ + ": event " + std::to_string(events_++);
   BACKSTEP_RETURN_IF_ERROR(CheckThread(event.thread, where));
-  if (event.flags != 0) {
+  // A thread's last instruction clears its registers in BapReader's events
+  // (the state after it is what its frame lists): a std_frame says that by
+  // being the thread's last one. Any other clear is not expressible.
+  const bool last_instruction =
+      event.kind == EventKind::kInstruction && event.flags == kEventClearsRegisters;
+  if (event.flags != 0 && !last_instruction) {
     return Status::Unsupported(where + ": BAP frames cannot express an event that clears state");
   }
   RegisterFile& regs = State(event.thread);

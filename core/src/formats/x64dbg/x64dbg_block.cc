@@ -1,5 +1,7 @@
 #include "formats/x64dbg/x64dbg_block.h"
 
+#include <cstring>
+
 #include "formats/x64dbg/x64dbg_format.h"
 #include "util/byte_reader.h"
 #include "util/hex.h"
@@ -66,7 +68,50 @@ Status ParseX64dbgBlock(std::span<const std::uint8_t> file, std::uint64_t offset
   return Status::Ok();
 }
 
-void EncodeX64dbgBlock(unsigned duint, std::optional<std::uint32_t> thread,
+Status ParseX64dbgNextBlock(std::span<const std::uint8_t> file, std::uint64_t offset,
+                            unsigned duint, unsigned slot_count, const X64dbgBlock* prev,
+                            const std::string& name, X64dbgBlock* out) {
+  const bool after_flag = prev != nullptr && prev->thread_flag;
+  if (after_flag && !prev->full_dump) {
+    return ParseX64dbgBlock(file, offset, duint, slot_count, true, name, out);
+  }
+  Status s = ParseX64dbgBlock(file, offset, duint, slot_count, false, name, out);
+  if (!s.ok() && after_flag) {
+    Status with_id = ParseX64dbgBlock(file, offset, duint, slot_count, true, name, out);
+    if (with_id.ok()) return with_id;
+  }
+  return s;
+}
+
+void ApplyX64dbgSlots(const X64dbgBlock& block, unsigned duint, std::span<std::uint8_t> dump,
+                      std::span<std::uint8_t> known) {
+  for (unsigned i = 0; i < block.reg_count; ++i) {
+    std::memcpy(dump.data() + std::size_t{block.slots[i]} * duint,
+                block.reg_values + std::size_t{i} * duint, duint);
+    known[block.slots[i]] = 1;
+  }
+}
+
+void X64dbgWalk::Start(const X64dbgBlock& block, std::uint64_t thread,
+                       std::span<const std::uint8_t> dump, std::span<const std::uint8_t> known) {
+  block_ = block;
+  thread_ = thread;
+  dump_.assign(dump.begin(), dump.end());
+  known_.assign(known.begin(), known.end());
+  status_ = Status::Ok();
+}
+
+bool X64dbgWalk::Next() {
+  if (!status_.ok() || block_.end >= file_.size()) return false;
+  status_ = ParseX64dbgNextBlock(file_, block_.end, duint_, slot_count_, &block_, name_, &next_);
+  if (!status_.ok()) return false;
+  std::swap(block_, next_);
+  ApplyX64dbgSlots(block_, duint_, dump_, known_);
+  if (block_.has_thread) thread_ = block_.thread;
+  return true;
+}
+
+void EncodeX64dbgBlock(unsigned duint, bool thread_flag, std::optional<std::uint32_t> thread,
                        std::span<const std::uint8_t> opcode, std::span<const std::uint16_t> slots,
                        std::span<const std::uint64_t> values, std::span<const X64dbgEntry> entries,
                        std::vector<std::uint8_t>* out) {
@@ -76,7 +121,7 @@ void EncodeX64dbgBlock(unsigned duint, std::optional<std::uint32_t> thread,
   out->push_back(kX64dbgBlockInstruction);
   out->push_back(static_cast<std::uint8_t>(slots.size()));
   out->push_back(static_cast<std::uint8_t>(entries.size()));
-  out->push_back(static_cast<std::uint8_t>((thread ? kX64dbgFlagThreadId : 0) |
+  out->push_back(static_cast<std::uint8_t>((thread_flag ? kX64dbgFlagThreadId : 0) |
                                            (opcode.size() & kX64dbgOpcodeMask)));
   if (thread) {
     for (int i = 0; i < 4; ++i) out->push_back(static_cast<std::uint8_t>(*thread >> (8 * i)));

@@ -50,6 +50,54 @@ Status ParseX64dbgBlock(std::span<const std::uint8_t> file, std::uint64_t offset
                         unsigned slot_count, bool force_thread, const std::string& name,
                         X64dbgBlock* out);
 
+// Decodes the block at `offset` that follows `prev` (nullptr for the first
+// block of the file or of a re-decoding from a full dump, which x64dbg always
+// writes with bit 7 and a thread id), with x64dbg's thread-id rule (formats
+// doc, "Thread ids"; TraceRecord.cpp): after a block with bit 7 that is not
+// a full dump, the writer always stores a thread id, whatever bit 7 says;
+// after a full dump with bit 7 it does only when the full dump was also a
+// thread switch, which the file does not say: the block is parsed without
+// one and, when that fails, with one.
+Status ParseX64dbgNextBlock(std::span<const std::uint8_t> file, std::uint64_t offset,
+                            unsigned duint, unsigned slot_count, const X64dbgBlock* prev,
+                            const std::string& name, X64dbgBlock* out);
+
+// Copies the block's register values into `dump` (REGDUMP words) and marks
+// their slots known.
+void ApplyX64dbgSlots(const X64dbgBlock& block, unsigned duint, std::span<std::uint8_t> dump,
+                      std::span<std::uint8_t> known);
+
+// Walks the blocks after one already parsed, keeping the REGDUMP they
+// describe and the thread of each block (the reader's look-ahead, its
+// initial scan and its resume points).
+class X64dbgWalk {
+ public:
+  X64dbgWalk(std::span<const std::uint8_t> file, unsigned duint, unsigned slot_count,
+             const std::string& name)
+      : file_(file), duint_(duint), slot_count_(slot_count), name_(name) {}
+  // Starts at `block` (of `thread`), `dump`/`known` being the REGDUMP with
+  // its slots applied.
+  void Start(const X64dbgBlock& block, std::uint64_t thread, std::span<const std::uint8_t> dump,
+             std::span<const std::uint8_t> known);
+  // Moves to the next block and applies its slots: false at the end of the
+  // file or at a damaged block (status()).
+  bool Next();
+  const X64dbgBlock& block() const { return block_; }
+  std::uint64_t thread() const { return thread_; }
+  const std::vector<std::uint8_t>& dump() const { return dump_; }
+  const std::vector<std::uint8_t>& known() const { return known_; }
+  const Status& status() const { return status_; }
+
+ private:
+  std::span<const std::uint8_t> file_;
+  unsigned duint_, slot_count_;
+  const std::string& name_;
+  X64dbgBlock block_, next_;
+  std::uint64_t thread_ = 0;
+  std::vector<std::uint8_t> dump_, known_;
+  Status status_;
+};
+
 // A memory entry to encode: new_value is empty for an unchanged entry.
 struct X64dbgEntry {
   std::uint64_t address = 0;
@@ -57,9 +105,11 @@ struct X64dbgEntry {
   std::optional<std::uint64_t> new_value;
 };
 
-// Appends one block. `slots` ascending, `values` one per slot; at most 255
-// slots and 255 entries; opcode 1..15 bytes.
-void EncodeX64dbgBlock(unsigned duint, std::optional<std::uint32_t> thread,
+// Appends one block. `thread_flag`: bit 7; `thread`: the thread id field
+// (x64dbg writes one with bit 7 and on the block after a switch without
+// it). `slots` ascending, `values` one per slot; at most 255 slots and 255
+// entries; opcode 1..15 bytes.
+void EncodeX64dbgBlock(unsigned duint, bool thread_flag, std::optional<std::uint32_t> thread,
                        std::span<const std::uint8_t> opcode, std::span<const std::uint16_t> slots,
                        std::span<const std::uint64_t> values, std::span<const X64dbgEntry> entries,
                        std::vector<std::uint8_t>* out);

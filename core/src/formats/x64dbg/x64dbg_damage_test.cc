@@ -19,9 +19,12 @@ struct Outcome {
   Status error;
 };
 
+// A switched-out thread's registers come from its next block, which a cut
+// may remove: only the registers of other events are compared.
 std::string Describe(const Event& e) {
   std::string s = std::to_string(e.thread.value) + "/" + std::to_string(int(e.kind)) + "/" +
-                  std::to_string(e.flags) + "/" + std::to_string(e.registers.size());
+                  std::to_string(e.flags) + "/" +
+                  (e.flags & kEventClearsRegisters ? "" : std::to_string(e.registers.size()));
   for (const auto& r : e.reads)
     s += " r" + std::to_string(r.address) + ":" + std::to_string(r.data.size());
   for (const auto& w : e.writes)
@@ -79,7 +82,7 @@ TEST(X64dbgDamageTest, TruncatedAtEveryLength) {
     const std::vector<std::uint8_t> full = Small(i386);
     const Outcome whole = ReadAll(full);
     ASSERT_TRUE(whole.error.ok()) << whole.error.ToString();
-    ASSERT_GT(whole.events.size(), 24u);  // blocks plus thread switches
+    ASSERT_EQ(whole.events.size(), 24u);  // one per block, as x64dbg numbers them
     std::size_t clean = 0;
     for (std::size_t n = 0; n < full.size(); ++n) {
       SCOPED_TRACE("length " + std::to_string(n));

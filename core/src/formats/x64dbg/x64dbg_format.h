@@ -21,6 +21,9 @@ inline constexpr std::uint8_t kX64dbgOpcodeMask = 0x0f;
 inline constexpr std::uint8_t kX64dbgMemUnchanged = 0x01;
 // x64dbg writes a full register dump on these block numbers of a session.
 inline constexpr std::uint64_t kX64dbgFullDumpEvery = 512;
+// How far (in blocks) the reader looks for a thread's next block, whose
+// stored registers are that thread's state after a thread switch.
+inline constexpr std::uint64_t kX64dbgLookahead = 65536;
 
 // PUSH, PUSHF and CALL (docs/formats/x64dbg.md §5.4): x64dbg forces their last memory
 // entry onto the new stack slot, keeping an old value read elsewhere; the

@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "formats/x64dbg/x64dbg_format.h"
 #include "util/byte_reader.h"
@@ -12,12 +10,6 @@
 
 namespace backstep::core {
 namespace {
-
-constexpr std::uint64_t kMarkerBit = std::uint64_t{1} << 63;
-constexpr std::size_t kMaxResumePoints = 256;
-// Each point holds every thread's registers: beyond this many threads the
-// points would cost too much memory; the index then builds in one pass.
-constexpr std::size_t kMaxResumeThreads = 64;
 
 std::string JsonString(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
@@ -113,12 +105,36 @@ Expected<std::unique_ptr<X64dbgReader>> X64dbgReader::Open(
   }
   reader->first_block_ = 8 + std::uint64_t{json_size};
   reader->ResetState();
-  if (!reader->at_end_) {
+  if (reader->at_end_) {
+    reader->initial_.emplace_back(ThreadId(1), RegisterFile(layout->arch()));  // no blocks
+  } else {
     BACKSTEP_RETURN_IF_ERROR(reader->Enter(reader->first_block_, nullptr));
-    reader->initial_thread_ = reader->thread_;
-    layout->DecodeAll(reader->dump_, reader->slot_known_, &reader->initial_);
+    reader->ScanInitialThreads();
   }
   return reader;
+}
+
+// A thread that has not run yet is suspended: its registers at position 0
+// are the REGDUMP at its first block.
+void X64dbgReader::ScanInitialThreads() {
+  std::vector<RegisterWrite> writes;
+  auto add = [&](ThreadId thread, std::span<const std::uint8_t> dump,
+                 std::span<const std::uint8_t> known) {
+    writes.clear();
+    layout_->DecodeAll(dump, known, &writes);
+    RegisterFile regs(layout_->arch());
+    for (const RegisterWrite& w : writes) regs.Apply(w);
+    initial_.emplace_back(thread, std::move(regs));
+  };
+  add(thread_, dump_, slot_known_);
+  X64dbgWalk walk(data_, layout_->duint(), layout_->slot_count(), source_->name());
+  walk.Start(block_, thread_.value, dump_, slot_known_);
+  for (std::uint64_t i = 0; i < kX64dbgLookahead && walk.Next(); ++i) {
+    const ThreadId thread(walk.thread());
+    const bool seen = std::any_of(initial_.begin(), initial_.end(),
+                                  [&](const auto& t) { return t.first == thread; });
+    if (!seen) add(thread, walk.dump(), walk.known());
+  }
 }
 
 void X64dbgReader::ResetState() {
@@ -126,28 +142,19 @@ void X64dbgReader::ResetState() {
   slot_known_.assign(layout_->slot_count(), 0);
   at_end_ = first_block_ >= data_.size();
   thread_ = ThreadId(1);
-  marker_pending_ = false;
+  switched_in_ = false;
   anchor_ = first_block_;
 }
 
 Status X64dbgReader::Enter(std::uint64_t offset, const X64dbgBlock* prev) {
   const unsigned duint = layout_->duint(), slots = layout_->slot_count();
-  Status s = ParseX64dbgBlock(data_, offset, duint, slots, false, source_->name(), &next_);
-  if (!s.ok() && prev && prev->thread_flag && !prev->full_dump) {
-    // x64dbg's thread-flag quirk: this block may carry an id without bit 7.
-    Status retry = ParseX64dbgBlock(data_, offset, duint, slots, true, source_->name(), &next_);
-    if (retry.ok()) s = retry;
-  }
-  if (!s.ok()) return s;
-  changed_.clear();
-  for (unsigned i = 0; i < next_.reg_count; ++i) {
-    const std::uint16_t slot = next_.slots[i];
-    std::memcpy(dump_.data() + std::size_t{slot} * duint, next_.reg_values + std::size_t{i} * duint,
-                duint);
-    slot_known_[slot] = 1;
-    changed_.push_back(slot);
-  }
+  BACKSTEP_RETURN_IF_ERROR(
+      ParseX64dbgNextBlock(data_, offset, duint, slots, prev, source_->name(), &next_));
+  ApplyX64dbgSlots(next_, duint, dump_, slot_known_);
+  changed_.assign(next_.slots.begin(), next_.slots.begin() + next_.reg_count);
+  const ThreadId before = thread_;
   if (next_.has_thread) thread_ = ThreadId(next_.thread);
+  switched_in_ = prev != nullptr && thread_ != before;
   if (next_.full_dump && next_.thread_flag) anchor_ = offset;
   std::swap(block_, next_);
   at_end_ = false;
@@ -155,9 +162,7 @@ Status X64dbgReader::Enter(std::uint64_t offset, const X64dbgBlock* prev) {
 }
 
 std::vector<std::pair<ThreadId, RegisterFile>> X64dbgReader::InitialRegisters() const {
-  RegisterFile regs(layout_->arch());
-  for (const RegisterWrite& w : initial_) regs.Apply(w);
-  return {{initial_thread_, std::move(regs)}};
+  return initial_;
 }
 
 void X64dbgReader::ReadInitialMemory(Address, std::span<std::uint8_t> out,
@@ -169,20 +174,20 @@ void X64dbgReader::ReadInitialMemory(Address, std::span<std::uint8_t> out,
 
 ReaderPosition X64dbgReader::Tell() const {
   const std::uint64_t offset = at_end_ ? data_.size() : block_.offset;
-  return {offset, anchor_ | (marker_pending_ ? kMarkerBit : 0)};
+  return {offset, anchor_ | (switched_in_ && !at_end_ ? kSwitchedInBit : 0)};
 }
 
 Status X64dbgReader::Seek(const ReaderPosition& pos) {
   if (pos == Tell()) return Status::Ok();
-  const std::uint64_t anchor = pos.aux & ~kMarkerBit;
-  const bool marker = pos.aux & kMarkerBit;
+  const std::uint64_t anchor = pos.aux & ~kSwitchedInBit;
+  const bool switched_in = pos.aux & kSwitchedInBit;
   auto foreign = [&] {
     return Status::InvalidArgument(source_->name() + ": reader position " +
                                    std::to_string(pos.offset) + "/" + std::to_string(pos.aux) +
                                    " is not a position of this trace");
   };
   if (anchor < first_block_ || anchor > pos.offset || pos.offset > data_.size() ||
-      (marker && pos.offset == data_.size())) {
+      (switched_in && pos.offset == data_.size())) {
     return foreign();
   }
   ResetState();
@@ -206,7 +211,10 @@ Status X64dbgReader::Seek(const ReaderPosition& pos) {
     if (offset > pos.offset) return foreign();
   }
   if (anchor_ != anchor) return foreign();
-  marker_pending_ = marker;
+  // Re-decoded from the anchor, the block at the anchor itself does not know
+  // its predecessor's thread: the position says it.
+  if (!at_end_ && pos.offset != anchor && switched_in_ != switched_in) return foreign();
+  switched_in_ = switched_in && !at_end_;
   return Status::Ok();
 }
 
@@ -218,14 +226,6 @@ Expected<bool> X64dbgReader::Next(Event* event) {
   event->Clear();
   if (at_end_) return false;
   event->thread = thread_;
-  if (marker_pending_) {
-    event->kind = EventKind::kMarker;
-    event->description = "thread switch";
-    event->flags = kEventClearsRegisters;
-    layout_->DecodeAll(dump_, slot_known_, &event->registers);
-    marker_pending_ = false;
-    return true;
-  }
   const X64dbgBlock& b = block_;
   const unsigned duint = layout_->duint();
   if (std::optional<std::uint64_t> pc = DumpWord(layout_->pc())) {
@@ -236,6 +236,7 @@ Expected<bool> X64dbgReader::Next(Event* event) {
   const std::uint8_t* new_value = b.new_values;
   for (unsigned i = 0; i < b.mem_count; ++i) {
     const std::uint64_t address = X64dbgWord(b.addresses + std::size_t{i} * duint, duint);
+    const std::uint8_t* old = b.old_values + std::size_t{i} * duint;
     const std::uint8_t* fresh = nullptr;
     if (b.changed(i)) {
       fresh = new_value;
@@ -243,85 +244,52 @@ Expected<bool> X64dbgReader::Next(Event* event) {
     }
     const std::uint64_t last = address + duint - 1;
     if (last < address || (space_end != 0 && last >= space_end)) continue;  // wraps around
-    if (!(push && i + 1 == b.mem_count)) {
-      event->reads.push_back({address, {b.old_values + std::size_t{i} * duint, duint}});
+    if (push && i + 1 == b.mem_count) {
+      // The stack slot x64dbg re-read after the push: bit 0 means it held
+      // the stored old value (TraceFileReader.cpp: new = old).
+      event->writes.push_back({address, {fresh ? fresh : old, duint}});
+      continue;
     }
+    event->reads.push_back({address, {old, duint}});
     if (fresh) event->writes.push_back({address, {fresh, duint}});
   }
-  // Look ahead: the registers after this instruction are the next block's.
   const X64dbgBlock current = block_;
   const ThreadId thread = thread_;
+  const bool switched_in = switched_in_;
   if (current.end == data_.size()) {
-    event->flags = kEventClearsRegisters;
     at_end_ = true;
+    event->flags = kEventClearsRegisters;
+    if (!current.thread_flag) {
+      // No switch: what the last block does not list is unchanged by it.
+      ahead_known_ = slot_known_;
+      for (unsigned i = 0; i < current.reg_count; ++i) ahead_known_[current.slots[i]] = 0;
+      layout_->DecodeAll(dump_, ahead_known_, &event->registers);
+    }
     return true;
   }
   BACKSTEP_RETURN_IF_ERROR(Enter(current.end, &current));
-  if (thread_ == thread) {
-    layout_->Decode(dump_, slot_known_, changed_, &event->registers);
-  } else {
+  if (thread_ != thread) {
     event->flags = kEventClearsRegisters;
-    marker_pending_ = true;
+    LookAhead(thread, &event->registers);
+  } else if (switched_in) {
+    event->flags = kEventClearsRegisters;
+    layout_->DecodeAll(dump_, slot_known_, &event->registers);
+  } else {
+    layout_->Decode(dump_, slot_known_, changed_, &event->registers);
   }
   return true;
 }
 
-// One walk over the block headers (ParseX64dbgBlock, as Enter() does, with
-// the thread-flag quirk), not over decoded events: the parallel index build
-// waits for it, so it must cost a fraction of the build. What a point needs
-// comes from the headers alone: the position of block k is k plus the
-// thread switches before it (each a marker event); a full dump stores every
-// slot, so the dump there is the block's own values; every other thread's
-// registers were cleared when it was switched out.
-std::vector<ResumePoint> X64dbgReader::ResumePoints() const {
-  std::vector<ResumePoint> points;
-  const unsigned duint = layout_->duint(), slots = layout_->slot_count();
-  std::set<std::uint64_t> seen;
-  std::uint64_t position = 0, stride = 1, ordinal = 0, thread = 1;
-  X64dbgBlock block, prev;
-  std::vector<std::uint8_t> dump(layout_->dump_size()), all_known(slots, 1);
-  std::vector<RegisterWrite> writes;
-  for (std::uint64_t offset = first_block_; offset < data_.size(); offset = block.end) {
-    const bool has_prev = offset != first_block_;
-    Status s = ParseX64dbgBlock(data_, offset, duint, slots, false, source_->name(), &block);
-    if (!s.ok() && has_prev && prev.thread_flag && !prev.full_dump) {
-      s = ParseX64dbgBlock(data_, offset, duint, slots, true, source_->name(), &block);
+void X64dbgReader::LookAhead(ThreadId target, std::vector<RegisterWrite>* out) {
+  X64dbgWalk walk(data_, layout_->duint(), layout_->slot_count(), source_->name());
+  walk.Start(block_, thread_.value, dump_, slot_known_);
+  // A damaged block ends the look-ahead; Next() reports it when it gets there.
+  for (std::uint64_t i = 0; i < kX64dbgLookahead && walk.Next(); ++i) {
+    if (walk.thread() == target.value) {
+      layout_->DecodeAll(walk.dump(), walk.known(), out);
+      return;
     }
-    if (!s.ok()) break;  // the build meets the error itself
-    const std::uint64_t before = thread;
-    if (block.has_thread) thread = block.thread;
-    if (has_prev && thread != before) ++position;  // the switch marker
-    seen.insert(thread);
-    if (seen.size() > kMaxResumeThreads) return {};
-    if (position > 0 && block.full_dump && block.thread_flag && ordinal++ % stride == 0) {
-      ResumePoint p;
-      p.position = Position(position);
-      p.reader_position = {offset, offset};
-      for (unsigned i = 0; i < block.reg_count; ++i) {
-        std::memcpy(dump.data() + std::size_t{block.slots[i]} * duint,
-                    block.reg_values + std::size_t{i} * duint, duint);
-      }
-      writes.clear();
-      layout_->DecodeAll(dump, all_known, &writes);
-      for (std::uint64_t tid : seen) {
-        RegisterFile regs(layout_->arch());
-        if (tid == thread) {
-          for (const RegisterWrite& w : writes) regs.Apply(w);
-        }
-        p.registers.emplace_back(ThreadId(tid), std::move(regs));
-      }
-      points.push_back(std::move(p));
-      if (points.size() > kMaxResumePoints) {
-        std::vector<ResumePoint> kept;
-        for (std::size_t i = 0; i < points.size(); i += 2) kept.push_back(std::move(points[i]));
-        points = std::move(kept);
-        stride *= 2;
-      }
-    }
-    prev = block;
-    ++position;
   }
-  return points;
 }
 
 bool X64dbgReader::Sniff(std::span<const std::uint8_t> head) {

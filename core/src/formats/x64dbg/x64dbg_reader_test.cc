@@ -1,7 +1,7 @@
 // The reader against hand-built bytes (docs/formats/x64dbg.md §5), sharing no code with
 // the writer or the block encoder: relative slot indexing, old/new values,
-// the thread-id flag and x64dbg's thread-flag quirk, thread switch markers,
-// the PUSH stack-slot rule, the end of the trace, and a full dump's slot map
+// the thread-id flag and x64dbg's thread-flag quirk, thread switches (one
+// position per block), the PUSH stack-slot rule, the end of the trace, and a full dump's slot map
 // (selectors packed in one slot, the x87 area in ST order, LastError).
 #include "formats/x64dbg/x64dbg_reader.h"
 
@@ -80,7 +80,7 @@ TEST(X64dbgReaderTest, HandBuiltBlocks) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   X64dbgReader& reader = **r;
   auto initial = reader.InitialRegisters();
-  ASSERT_EQ(initial.size(), 1u);
+  ASSERT_EQ(initial.size(), 2u);
   EXPECT_EQ(initial[0].first, ThreadId(0x10));
   const RegisterFile& regs = initial[0].second;
   EXPECT_EQ(regs.u64(Id("rax")), 0x11u);
@@ -88,6 +88,11 @@ TEST(X64dbgReaderTest, HandBuiltBlocks) {
   EXPECT_EQ(regs.u64(Id("eflags")), 0x246u);
   EXPECT_FALSE(regs.known(Id("rbx")));
   EXPECT_FALSE(regs.known(Id("r8")));
+  // Thread 0xf020 has not run yet: the dump at its first block (rax and
+  // rflags inherited from thread 0x10's block, rip its own).
+  EXPECT_EQ(initial[1].first, ThreadId(0xf020));
+  EXPECT_EQ(initial[1].second.u64(Id("rip")), 0x3000u);
+  EXPECT_EQ(initial[1].second.u64(Id("rax")), 0x11u);
 
   std::vector<Event> events;
   std::vector<ReaderPosition> at;
@@ -100,7 +105,7 @@ TEST(X64dbgReaderTest, HandBuiltBlocks) {
     Event copy = e;  // spans view the source, which outlives the test
     events.push_back(copy);
   }
-  ASSERT_EQ(events.size(), 5u);  // 4 blocks + 1 thread switch
+  ASSERT_EQ(events.size(), 4u);  // one per block, as x64dbg numbers them
   // Block 0: old value read, new value written, then block 1's rip.
   EXPECT_EQ(events[0].thread, ThreadId(0x10));
   EXPECT_EQ(Accesses(events[0].reads), "1000:90 2000:1111111111111111 ");
@@ -108,30 +113,30 @@ TEST(X64dbgReaderTest, HandBuiltBlocks) {
   EXPECT_EQ(events[0].flags, 0u);
   ASSERT_EQ(events[0].registers.size(), 1u);
   EXPECT_EQ(Value(events[0], "rip"), 0x1001u);
-  // Block 1: the next block is another thread's: this thread's state after
-  // it is unknown.
+  // Block 1: the next block is another thread's, and thread 0x10 does not
+  // run again: its state after it is unknown.
   EXPECT_EQ(events[1].flags, std::uint32_t{kEventClearsRegisters});
   EXPECT_TRUE(events[1].registers.empty());
-  // The switch: thread 0xf020 gets every register of the dump (rax and
-  // rflags inherited from thread 0x10's block, rip its own).
-  EXPECT_EQ(events[2].kind, EventKind::kMarker);
-  EXPECT_EQ(events[2].description, "thread switch");
+  // push rax, thread 0xf020's first block: the stack slot's old value is not
+  // a read; its value after is a write; every register the dump knows.
+  EXPECT_EQ(events[2].kind, EventKind::kInstruction);
   EXPECT_EQ(events[2].thread, ThreadId(0xf020));
+  EXPECT_EQ(Accesses(events[2].reads), "3000:50 ");
+  EXPECT_EQ(Accesses(events[2].writes), "7000:1100000000000000 ");
   EXPECT_EQ(events[2].flags, std::uint32_t{kEventClearsRegisters});
   EXPECT_EQ(events[2].registers.size(), 3u);
-  EXPECT_EQ(Value(events[2], "rip"), 0x3000u);
+  EXPECT_EQ(Value(events[2], "rip"), 0x3001u);
   EXPECT_EQ(Value(events[2], "rax"), 0x11u);
-  // push rax: the stack slot's old value is not a read.
-  EXPECT_EQ(events[3].thread, ThreadId(0xf020));
-  EXPECT_EQ(Accesses(events[3].reads), "3000:50 ");
-  EXPECT_EQ(Accesses(events[3].writes), "7000:1100000000000000 ");
-  EXPECT_EQ(Value(events[3], "rip"), 0x3001u);
-  // pop: an unchanged entry is a read; the last block clears its thread.
-  EXPECT_EQ(Accesses(events[4].reads), "3001:58 7000:1100000000000000 ");
-  EXPECT_TRUE(events[4].writes.empty());
-  EXPECT_EQ(events[4].flags, std::uint32_t{kEventClearsRegisters});
+  // pop: an unchanged entry is a read. The last block, without bit 7: the
+  // slots it does not list (rax, rflags) stay known, rip (listed) does not.
+  EXPECT_EQ(Accesses(events[3].reads), "3001:58 7000:1100000000000000 ");
+  EXPECT_TRUE(events[3].writes.empty());
+  EXPECT_EQ(events[3].flags, std::uint32_t{kEventClearsRegisters});
+  ASSERT_EQ(events[3].registers.size(), 2u);
+  EXPECT_EQ(Value(events[3], "rax"), 0x11u);
+  EXPECT_EQ(Value(events[3], "eflags"), 0x246u);
   // Every Tell() resumes to the same event, in any order.
-  for (std::size_t i : {4u, 2u, 0u, 3u, 1u}) {
+  for (std::size_t i : {3u, 2u, 0u, 1u}) {
     ASSERT_TRUE(reader.Seek(at[i]).ok());
     ASSERT_TRUE(*reader.Next(&e));
     EXPECT_EQ(e.thread, events[i].thread) << i;

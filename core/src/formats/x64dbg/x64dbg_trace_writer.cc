@@ -58,8 +58,8 @@ Status X64dbgTraceWriter::Begin(
   file_->Write(std::span<const std::uint8_t>(kX64dbgMagic, 4));
   file_->WriteLe(text.size(), 4);
   file_->Write(text);
-  written_dump_.assign(layout_->dump_size(), 0);
   written_known_.assign(layout_->slot_count(), 0);
+  changed_before_.assign(layout_->slot_count(), 1);
   dump_.resize(layout_->dump_size());
   known_.resize(layout_->slot_count());
   return file_->status();
@@ -130,29 +130,19 @@ Status X64dbgTraceWriter::Append(const Event& event) {
     return Status::Unsupported(where + ": no instruction bytes (a read of 1..15 bytes at pc " +
                                Hex(pc) + "); x64dbg blocks carry the opcode");
   }
-  // Registers: what the reader will hold after this block.
+  // Registers before this instruction; the previous block is written now
+  // that the state after it is known.
   layout_->Encode(regs, dump_, known_);
-  bool all_known = std::all_of(known_.begin(), known_.end(), [](auto k) { return k; });
-  const bool full = all_known && blocks_ % kX64dbgFullDumpEvery == 0;
-  std::vector<std::uint16_t> slots;
-  std::vector<std::uint64_t> values;
   for (unsigned s = 0; s < layout_->slot_count(); ++s) {
-    const std::uint8_t* now = dump_.data() + std::size_t{s} * duint;
-    const std::uint8_t* before = written_dump_.data() + std::size_t{s} * duint;
-    if (!known_[s]) {
-      if (written_known_[s]) {
-        return Status::Unsupported(where + ": register " + std::string(layout_->SlotName(s)) +
-                                   " of thread " + std::to_string(event.thread.value) +
-                                   " is unknown, but an earlier block stored it; an x64dbg "
-                                   "trace cannot forget a register");
-      }
-      continue;
-    }
-    if (full || !written_known_[s] || std::memcmp(now, before, duint) != 0) {
-      slots.push_back(static_cast<std::uint16_t>(s));
-      values.push_back(X64dbgWord(now, duint));
+    if (!known_[s] && (written_known_[s] || (pending_ && pending_->known[s]))) {
+      return Status::Unsupported(where + ": register " + std::string(layout_->SlotName(s)) +
+                                 " of thread " + std::to_string(event.thread.value) +
+                                 " is unknown, but an earlier block stored it; an x64dbg "
+                                 "trace cannot forget a register");
     }
   }
+  const auto tid = static_cast<std::uint32_t>(event.thread.value);
+  if (pending_) Flush(tid);
   // Memory entries: one per duint window of every access (the opcode read
   // is the opcode field).
   std::vector<Address> windows;
@@ -213,19 +203,12 @@ Status X64dbgTraceWriter::Append(const Event& event) {
     return Status::Unsupported(where + ": " + std::to_string(entries.size()) +
                                " memory windows (an x64dbg block holds at most 255)");
   }
-  const auto tid = static_cast<std::uint32_t>(event.thread.value);
-  std::optional<std::uint32_t> thread_field;
-  if (full || blocks_ == 0 || last_thread_ != tid) thread_field = tid;
-  block_.clear();
-  EncodeX64dbgBlock(duint, thread_field, opcode->data, slots, values, entries, &block_);
-  file_->Write(block_);
-  for (std::uint16_t s : slots) {
-    std::memcpy(written_dump_.data() + std::size_t{s} * duint,
-                dump_.data() + std::size_t{s} * duint, duint);
-    written_known_[s] = 1;
-  }
-  last_thread_ = tid;
-  ++blocks_;
+  pending_.emplace();
+  pending_->thread = tid;
+  pending_->opcode.assign(opcode->data.begin(), opcode->data.end());
+  pending_->entries = std::move(entries);
+  pending_->dump = dump_;
+  pending_->known = known_;
   // Then the event itself.
   Remember(event);
   if (event.flags & kEventClearsRegisters) regs.Clear();
@@ -233,8 +216,55 @@ Status X64dbgTraceWriter::Append(const Event& event) {
   return file_->status();
 }
 
+// Writes the pending block as TraceRecord.cpp does, now that the REGDUMP
+// before the next instruction (dump_/known_, of thread `next`) is known:
+// a slot is stored when it differs from that one, or differed from the
+// previous block's (rtOldContextChanged), or on a full dump; bit 7 when the
+// next instruction is another thread's, and on full dumps; a thread id with
+// bit 7 and on the block after a switch (rtNeedThreadId).
+void X64dbgTraceWriter::Flush(std::optional<std::uint32_t> next) {
+  const Pending& p = *pending_;
+  const unsigned duint = layout_->duint();
+  const bool full = std::all_of(p.known.begin(), p.known.end(), [](auto k) { return k; }) &&
+                    blocks_ % kX64dbgFullDumpEvery == 0;
+  std::vector<std::uint16_t> slots;
+  std::vector<std::uint64_t> values;
+  for (unsigned s = 0; s < layout_->slot_count(); ++s) {
+    if (!p.known[s]) continue;
+    const std::uint8_t* now = p.dump.data() + std::size_t{s} * duint;
+    const bool differs =
+        !known_[s] || std::memcmp(now, dump_.data() + std::size_t{s} * duint, duint) != 0;
+    if (full || differs || changed_before_[s] || !written_known_[s]) {
+      slots.push_back(static_cast<std::uint16_t>(s));
+      values.push_back(X64dbgWord(now, duint));
+      written_known_[s] = 1;
+    }
+    changed_before_[s] = differs;
+  }
+  // x64dbg's first block is a full dump, with bit 7; ours has bit 7 even
+  // when some register is unknown, and readers then take the next block's
+  // thread id as after any bit-7 block that is not a full dump.
+  const bool switched = next && *next != p.thread;
+  const bool flag = full || switched || blocks_ == 0;
+  std::optional<std::uint32_t> thread_field;
+  if (flag || need_thread_) {
+    thread_field = p.thread;
+    need_thread_ = switched || (flag && !full);
+  }
+  block_.clear();
+  EncodeX64dbgBlock(duint, flag, thread_field, p.opcode, slots, values, p.entries, &block_);
+  file_->Write(block_);
+  ++blocks_;
+  pending_.reset();
+}
+
 Status X64dbgTraceWriter::Finish() {
   if (!file_) return Status::InvalidArgument(path_ + ": Finish before Begin");
+  if (pending_) {
+    // The last block: the state after it is its thread's now.
+    layout_->Encode(Thread(ThreadId(pending_->thread)), dump_, known_);
+    Flush(std::nullopt);
+  }
   return file_->Commit();
 }
 

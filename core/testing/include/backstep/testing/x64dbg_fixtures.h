@@ -12,12 +12,18 @@
 //     mov [rip+counter], rax                   dec rdx
 //     push rax                                 jnz 0x402000
 //     pop rax
+//     push rax   (the slot already holds rax: x64dbg's "unchanged" bit)
+//     pop rax
 //     dec rcx
 //     jnz 0x401000
 // The threads alternate in runs of 1..12 instructions (seeded). Before
 // block `reveal_at` only rax rbx rcx rdx rsp rip eflags are known; from
 // there on every register the REGDUMP holds (the writer's first full dump
-// is block 512 when reveal_at <= 512).
+// is block 512 when reveal_at <= 512). Positions are blocks (x64dbg's
+// numbering); at a thread switch the outgoing thread's event sets its
+// registers at its next block (a suspended thread's do not change); after
+// the last block the registers it does not list stay known, or none when
+// the file ends after a switch (`end_with_switch`).
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -46,6 +52,10 @@ struct X64dbgProgramOptions {
   std::uint64_t seed = 1;
   bool two_threads = true;
   bool i386 = false;  // a .trace32: the same program in 32-bit code
+  std::uint64_t thread_a = kX64dbgThreadA, thread_b = kX64dbgThreadB;
+  // The file ends with a block of bit 7: x64dbg stopped recording right
+  // after a thread switch (its pending instruction is dropped).
+  bool end_with_switch = false;
 };
 
 // The program's trace in the reader's event model; its image holds the
@@ -55,6 +65,12 @@ FakeTrace MakeX64dbgProgram(const X64dbgProgramOptions& options = {});
 // Writes `trace` with X64dbgTraceWriter (Begin, Append per event, Finish);
 // the architecture is the initial registers'.
 Status WriteX64dbgTrace(const FakeTrace& trace, const std::string& path);
+
+// Writes the program's file, laid out as x64dbg writes it (with
+// `end_with_switch`, one more instruction written then dropped, as x64dbg
+// does when the recording stops); MakeX64dbgProgram(options) is what it
+// reads as.
+Status WriteX64dbgProgram(const X64dbgProgramOptions& options, const std::string& path);
 
 // The file bytes of a program written to a temporary file.
 Expected<std::vector<std::uint8_t>> X64dbgProgramBytes(const X64dbgProgramOptions& options = {});
