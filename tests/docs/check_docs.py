@@ -14,8 +14,8 @@
       file a row names declares or defines the route's handler.
   check_docs.py formats SOURCE_DIR
       Every format of core/src/formats/format_registry.cc (its reader's
-      kFormatName) is named where `convert --to` is documented: the usage text
-      in cli/main.cc, docs/usage-cli.md and docs/formats/README.md.
+      kFormatName) is named where `convert --to` is documented: docs/usage-cli.md
+      and docs/formats/README.md (cli/main.cc prints the registry's own list).
 
 Prints one line per problem (file:line: what) and exits 1 if there is any.
 """
@@ -315,7 +315,8 @@ def check_formats(root):
     problems = ["core/src/formats: no kFormatName for %s" % r
                 for r, n in zip(readers, names) if not n]
     # (file, what marks the paragraph that lists the formats)
-    places = [("cli/main.cc", "convert IN -o OUT"), ("docs/usage-cli.md", "* **convert**"),
+    # cli/main.cc prints the registry's list itself (FormatNames), so only the docs are checked.
+    places = [("docs/usage-cli.md", "* **convert**"),
               ("docs/formats/README.md", "## The format registry")]
     for path, marker in places:
         if not os.path.isfile(os.path.join(root, path)):
