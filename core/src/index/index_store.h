@@ -3,8 +3,11 @@
 // Location: `<trace path>.bsidx` next to the trace; when that directory is
 // not writable, `<cache dir>/<trace file name>-<hash of its absolute
 // path>.bsidx` (cache dir: OpenOptions::cache_dir, else
-// $XDG_CACHE_HOME/backstep, else ~/.cache/backstep). Both places are tried
-// when opening. An index is reused only if ValidateIndex() accepts it (size,
+// $XDG_CACHE_HOME/backstep, else ~/.cache/backstep, else, with neither
+// variable set, /tmp/backstep-cache-<uid>: that one is shared with every
+// user of the machine, so it is used only if it is a directory owned by us
+// with no access for group or others (see CheckPrivateDir). Both places are
+// tried when opening. An index is reused only if ValidateIndex() accepts it (size,
 // magics, version, identity: trace size, mtime, hash of its first and last
 // 64 KiB, format, keyframe interval; checksum) and its directory parses;
 // otherwise it is rebuilt and IndexStatus::rebuilt_why says why
@@ -38,6 +41,12 @@ Expected<OpenedIndex> OpenOrBuildIndex(TraceReader& reader,
                                        std::span<const std::uint8_t> trace_bytes,
                                        const std::string& trace_path, const OpenOptions& options,
                                        const ReaderFactory& more_readers = {});
+
+// OK if `dir` is a directory (not a symbolic link) owned by the effective
+// user with no permission bits for group or others; creates it (mode 0700)
+// when missing. Otherwise IOError saying what is wrong: a file
+// another user placed there must never be read as our index.
+Status CheckPrivateDir(const std::string& dir);
 
 // The cache-directory location of the index of `trace_path`.
 std::string CacheIndexPath(const std::string& trace_path, const std::string& cache_dir);
