@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "backstep/core/arch.h"
+#include "backstep/core/register_file.h"
 #include "backstep/testing/index_fuzz.h"
 #include "index/trace_index.h"
 
@@ -74,6 +76,22 @@ TEST(CraftedIndexTest, CountsThatWrapAreRefused) {
     const Status s = OpenStatus(bad);
     EXPECT_TRUE(s.IsCorruption()) << c.what << ": " << s.ToString();
   }
+}
+
+TEST(CraftedIndexTest, RegisterLayoutMustBeTheArchitectures) {
+  // A directory claiming more register storage than x86-64 has: restoring
+  // a keyframe must not copy past the register file (it leaves it unknown).
+  std::vector<std::uint8_t> bad = IndexSeedFiles().at(0);
+  const Layout l = LayoutOf(bad);
+  Put(bad, l.directory + offsetof(IndexDirectory, register_storage_size),
+      l.dir.register_storage_size + 64);
+  SealIndex(bad);
+  auto owned = std::make_shared<std::vector<std::uint8_t>>(std::move(bad));
+  auto index = TraceIndex::Open(owned, *owned, {});
+  ASSERT_TRUE(index.ok()) << index.status().ToString();
+  std::vector<RegisterFile> files((*index)->thread_count(), RegisterFile(X86_64()));
+  (*index)->RestoreKeyframe(0, files);
+  for (const RegisterFile& f : files) EXPECT_FALSE(f.known(X86_64().pc()));
 }
 
 TEST(CraftedIndexTest, EveryDamagedByteIsRefusedOrAnswered) {

@@ -212,6 +212,12 @@ void TraceIndex::RestoreRecord(std::uint64_t offset, RegisterFile& file) const {
   // registers unknown.
   std::array<std::uint64_t, kMaxDeltaChain + 1> chain;
   std::size_t n = 0;
+  // The directory's record layout must be the file's (a crafted directory
+  // could claim more storage than the registers have).
+  if (dir_.register_storage_size != file.raw_storage().size() ||
+      dir_.register_known_words != file.raw_known().size()) {
+    return file.Clear();
+  }
   const std::uint64_t full_size =
       Align8(dir_.register_storage_size) + 8 * dir_.register_known_words;
   for (;;) {
