@@ -16,8 +16,15 @@
 //
 // With an empty trace path the index is built in memory and never saved.
 //
-// Thread-safety: reentrant; concurrent builders of one trace each write
-// their own temporary file and the last rename wins (both are valid).
+// Building: beside the trace; when that fails (not writable, TRACE.bsidx
+// not a regular file, or the write itself fails: full disk, quota) in the
+// cache directory, from the first event again. OpenOptions::rebuild_index
+// builds even over a valid index, which stays until the new one replaces
+// it. One process builds a trace's index at a time (an exclusive flock on
+// the trace file); one that waited reuses what the other built.
+//
+// Thread-safety: reentrant; concurrent builders of one trace take turns
+// (above).
 #pragma once
 
 #include <memory>
