@@ -9,28 +9,43 @@ namespace backstep::cli {
 
 std::optional<std::string> Args::TakeOption(std::string_view name) {
   std::string flag = "--" + std::string(name);
-  for (std::size_t i = 0; i < words_.size(); ++i) {
+  std::optional<std::string> value;
+  for (std::size_t i = 0; i < words_.size();) {
+    std::optional<std::string> found;
     if (words_[i] == flag && i + 1 < words_.size()) {
-      std::string value = words_[i + 1];
+      found = words_[i + 1];
       words_.erase(words_.begin() + i, words_.begin() + i + 2);
-      return value;
-    }
-    if (words_[i].rfind(flag + "=", 0) == 0) {
-      std::string value = words_[i].substr(flag.size() + 1);
+    } else if (words_[i].rfind(flag + "=", 0) == 0) {
+      found = words_[i].substr(flag.size() + 1);
       words_.erase(words_.begin() + i);
-      return value;
+    } else if (words_[i] == flag) {
+      problems_.push_back(flag + " needs a value");
+      words_.erase(words_.begin() + i);
+    } else {
+      ++i;
     }
+    if (found && value) problems_.push_back(flag + " is given more than once");
+    if (found && !value) value = std::move(found);
   }
-  return std::nullopt;
+  return value;
 }
 
 std::vector<std::vector<std::string>> Args::TakeOptionN(std::string_view name, int count) {
   std::string flag = "--" + std::string(name);
   std::vector<std::vector<std::string>> out;
   for (std::size_t i = 0; i < words_.size();) {
-    if (words_[i] == flag && i + count < words_.size()) {
+    bool complete = words_[i] == flag && i + count < words_.size();
+    for (int k = 1; complete && k <= count; ++k) complete = words_[i + k].rfind("--", 0) != 0;
+    if (complete) {
       out.emplace_back(words_.begin() + i + 1, words_.begin() + i + 1 + count);
       words_.erase(words_.begin() + i, words_.begin() + i + 1 + count);
+    } else if (words_[i] == flag) {
+      problems_.push_back(flag + " needs " + std::to_string(count) + " value" +
+                          (count > 1 ? "s" : ""));
+      // The values it has go with it (they are not positionals).
+      std::size_t end = i + 1;
+      while (end < words_.size() && end <= i + count && words_[end].rfind("--", 0) != 0) ++end;
+      words_.erase(words_.begin() + i, words_.begin() + end);
     } else {
       ++i;
     }
@@ -63,10 +78,20 @@ std::optional<std::string> Args::TakeOutput() {
 
 std::vector<std::string> Args::Positionals() const {
   std::vector<std::string> out;
-  for (const auto& w : words_) {
-    if (w.rfind("--", 0) != 0) out.push_back(w);
+  for (std::size_t i = 0; i < words_.size(); ++i) {
+    if (words_[i] == "--cache-dir") {
+      ++i;  // its value
+    } else if (words_[i].rfind("--", 0) != 0) {
+      out.push_back(words_[i]);
+    }
   }
   return out;
+}
+
+std::optional<std::string> Args::Problem() const {
+  if (!problems_.empty()) return problems_.front();
+  if (auto unknown = UnknownOption()) return "unknown option " + *unknown;
+  return std::nullopt;
 }
 
 std::optional<std::string> Args::UnknownOption() const {

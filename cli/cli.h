@@ -21,24 +21,31 @@ namespace backstep::cli {
 class Args {
  public:
   explicit Args(std::vector<std::string> words) : words_(std::move(words)) {}
-  // Removes `--name VALUE` (or `--name=VALUE`) and returns VALUE.
+  // Removes `--name VALUE` (or `--name=VALUE`) and returns VALUE. A second
+  // occurrence, or `--name` as the last word, is a Problem().
   std::optional<std::string> TakeOption(std::string_view name);
-  // Removes every occurrence of `--name A B` with `count` values.
+  // Removes every occurrence of `--name A B` with `count` values; one with
+  // fewer values left is a Problem().
   std::vector<std::vector<std::string>> TakeOptionN(std::string_view name, int count);
   // Removes `--name` and says whether it was there.
   bool TakeFlag(std::string_view name);
   // Removes the output file option: `-o FILE`, `--output FILE`, `--o FILE`.
   std::optional<std::string> TakeOutput();
-  // The remaining words that do not start with "--", in order.
+  // The remaining words that do not start with "--", in order, without the
+  // value of a `--cache-dir DIR` still there (OpenTraceForCli takes it later).
   std::vector<std::string> Positionals() const;
   // The first remaining word that starts with "--", if any.
   std::optional<std::string> UnknownOption() const;
+  // What is wrong with the options, for Usage(): an option given twice or
+  // without its values, else an unknown option; nullopt if nothing is.
+  std::optional<std::string> Problem() const;
   // Removes the first bare "--" and every word after it, and returns those
   // words (a command line to run: `record -- PROG ARGS`).
   std::vector<std::string> TakeAfterSeparator();
 
  private:
   std::vector<std::string> words_;
+  std::vector<std::string> problems_;
 };
 
 // Parses "0x1f", "31", "1_000"; nullopt on garbage or overflow.

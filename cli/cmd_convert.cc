@@ -12,7 +12,7 @@ int RunConvert(Args& args) {
   std::optional<std::string> to = args.TakeOption("to");
   auto files = args.Positionals();
   if (files.size() != 1) return Usage("convert takes one input trace");
-  if (auto unknown = args.UnknownOption()) return Usage("unknown option " + *unknown);
+  if (auto problem = args.Problem()) return Usage(*problem);
   if (!out) return Usage("convert needs -o OUT");
   if (!to) return Usage("convert needs --to FORMAT");
   const core::FormatInfo* format = core::FindFormat(*to);

@@ -5,6 +5,7 @@
 
 #include "backstep/core/cursor.h"
 #include "backstep/core/hex.h"
+#include "backstep/core/search.h"
 #include "backstep/core/trace.h"
 #include "cli/cli.h"
 #include "cli/open_trace.h"
@@ -74,7 +75,7 @@ int RunDump(Args& args) {
   std::optional<std::string> cache_dir = args.TakeOption("cache-dir");
   auto files = args.Positionals();
   if (files.size() != 1) return Usage("dump takes one trace file");
-  if (auto unknown = args.UnknownOption()) return Usage("unknown option " + *unknown);
+  if (auto problem = args.Problem()) return Usage(*problem);
   if (!at) return Usage("dump needs --at N");
   if (!regs && mems.empty()) regs = true;
 
@@ -114,6 +115,7 @@ int RunDump(Args& args) {
     const std::uint64_t kMaxDump = 1 << 24;
     if (!address || !length) return Usage("--mem takes ADDR LEN (decimal or 0x hex)");
     if (*length > kMaxDump) return Usage("--mem LEN is limited to 16 MiB");
+    if (auto s = core::CheckRange(**trace, *address, *length); !s.ok()) return Fail(s);
     std::vector<std::uint8_t> bytes(*length), known(*length);
     auto kind = phys ? core::AddressKind::kPhysical : core::AddressKind::kVirtual;
     if (auto s = (*cursor)->ReadMemory(*address, bytes, known, kind); !s.ok()) return Fail(s);

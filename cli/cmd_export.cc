@@ -22,7 +22,7 @@ int RunExport(Args& args) {
   auto mems = args.TakeOptionN("mem", 1);
   std::optional<std::string> cache_dir = args.TakeOption("cache-dir");
   auto files = args.Positionals();
-  if (auto unknown = args.UnknownOption()) return Usage("unknown option " + *unknown);
+  if (auto problem = args.Problem()) return Usage(*problem);
   if (files.size() != 1) return Usage("export takes one trace file");
   if (!out) return Usage("export needs -o OUT.tf");
   if (every && !at_pcs.empty()) return Usage("--every and --at-pc exclude each other");

@@ -117,7 +117,7 @@ int RunInfo(Args& args) {
   if (files.size() != 1) return Usage("info takes one trace file");
   auto trace = OpenTraceForCli(files[0], args);
   if (!trace.ok()) return Fail(trace.status());
-  if (auto unknown = args.UnknownOption()) return Usage("unknown option " + *unknown);
+  if (auto problem = args.Problem()) return Usage(*problem);
   const core::Trace& t = **trace;
   const core::TraceHeader& h = t.header();
 

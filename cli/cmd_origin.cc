@@ -16,7 +16,7 @@ int RunOrigin(Args& args) {
   std::optional<std::string> depth_text = args.TakeOption("depth");
   std::optional<std::string> cache_dir = args.TakeOption("cache-dir");
   auto words = args.Positionals();
-  if (auto unknown = args.UnknownOption()) return Usage("unknown option " + *unknown);
+  if (auto problem = args.Problem()) return Usage(*problem);
   if (words.size() < 2 || words.size() > 3) return Usage("origin takes TRACE ADDR [LEN]");
   auto address = ParseNumber(words[1]);
   auto length = words.size() == 3 ? ParseNumber(words[2]) : std::optional<std::uint64_t>(1);

@@ -1,4 +1,5 @@
 // backstep serve TRACE [--port N | --stdio] [--listen ADDR] [--exe PATH] [--log FILE]
+//                      [--max-connections N]
 //
 // Serves the trace to gdb and LLDB over the GDB remote protocol: on TCP
 // (127.0.0.1:1234 by default; port 0 picks a free one and the line
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <string>
 
+#include "backstep/core/mapping_guard.h"
 #include "backstep/gdbstub/process_image.h"
 #include "backstep/gdbstub/server.h"
 #include "backstep/gdbstub/trace_target.h"
@@ -58,9 +60,10 @@ int RunServe(Args& args) {
   std::optional<std::string> log = args.TakeOption("log");
   bool stdio = args.TakeFlag("stdio");
   std::optional<std::string> cache_dir = args.TakeOption("cache-dir");
+  std::optional<std::string> max_connections = args.TakeOption("max-connections");
   auto files = args.Positionals();
   if (files.size() != 1) return Usage("serve takes one trace file");
-  if (auto unknown = args.UnknownOption()) return Usage("unknown option " + *unknown);
+  if (auto problem = args.Problem()) return Usage(*problem);
   if (stdio && (port_text || listen)) return Usage("--stdio excludes --port and --listen");
   std::uint16_t port = kDefaultPort;
   if (port_text) {
@@ -73,6 +76,8 @@ int RunServe(Args& args) {
 
   Args open_args(cache_dir ? std::vector<std::string>{"--cache-dir", *cache_dir}
                            : std::vector<std::string>{});
+  // A trace truncated while served ends its sessions, not the server.
+  core::GuardMappedFiles();
   auto trace = OpenTraceForCli(files[0], open_args);
   if (!trace.ok()) return Fail(trace.status());
   if (Interrupted()) return 1;
@@ -105,6 +110,11 @@ int RunServe(Args& args) {
   std::shared_ptr<const core::Trace> shared = *trace;
   gdbstub::ServerOptions options;
   options.stop_on_signals = true;
+  if (max_connections) {
+    auto n = ParseNumber(*max_connections);
+    if (!n || *n == 0 || *n > 4096) return Usage("--max-connections takes a number from 1 to 4096");
+    options.max_connections = static_cast<std::size_t>(*n);
+  }
   if (log) options.log_path = *log;
   if (!stdio) {
     // In --stdio mode stderr is the debugger's console: stay quiet there.

@@ -29,7 +29,8 @@ Commands:
                                   serve TRACE to gdb and LLDB (GDB remote protocol) on
                                   127.0.0.1:1234 (--port 0: a free port, printed on stderr),
                                   or on stdin/stdout: target remote | backstep serve --stdio T;
-                                  --log FILE records every packet
+                                  --log FILE records every packet;
+                                  --max-connections N (default 64) clients at once
   origin TRACE ADDR [LEN] [--at N] [--depth D]
                                   where the bytes at ADDR came from: the write, the
                                   instruction, its source register or memory, recursively

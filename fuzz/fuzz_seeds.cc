@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backstep/testing/index_fuzz.h"
 #include "backstep/testing/reader_fuzz.h"
 #include "backstep/testing/reven_fixtures.h"
 #include "backstep/testing/tfile_fixtures.h"
@@ -182,6 +183,15 @@ struct Seeder {
   bool (*write)(const fs::path& dir);
 };
 
+// index_fuzzer: valid indexes of the fuzz body's fixed trace.
+bool SeedIndex(const fs::path& dir) {
+  int n = 0;
+  for (const auto& bytes : backstep::core::testing::IndexSeedFiles()) {
+    if (!WriteBytes(dir, "index" + std::to_string(n++), bytes)) return false;
+  }
+  return n > 0;
+}
+
 constexpr Seeder kSeeders[] = {
     {"gdbstub_session_fuzzer", SeedGdbstubSession},
     {"reven_fuzzer", SeedReven},
@@ -189,6 +199,7 @@ constexpr Seeder kSeeders[] = {
     {"tfile_fuzzer", SeedTfile},
     {"x64dbg_fuzzer", SeedX64dbg},
     {"bap_fuzzer", SeedBap},
+    {"index_fuzzer", SeedIndex},
 };
 
 }  // namespace

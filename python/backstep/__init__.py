@@ -20,6 +20,7 @@ on Ctrl-C (KeyboardInterrupt).
 from __future__ import annotations
 
 import builtins
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Optional, Union
@@ -38,6 +39,11 @@ Access = _core.Access
 
 Where = Union[int, str]
 
+#: Longest range whose bytes before and after an access (Access.old/.new)
+#: are given; longer ranges give None there, so that a query costs what it
+#: finds rather than its length.
+MAX_VALUE_BYTES = _core.MAX_VALUE_BYTES
+
 
 class Unknown(LookupError):
     """Memory that the trace does not know at this position.
@@ -52,12 +58,15 @@ class Unknown(LookupError):
         super().__init__(f"unknown memory at position {position}: {text}")
 
 
-def open(path: str, *, cache_dir: Optional[str] = None,
+def open(path: Union[str, os.PathLike], *,
+         cache_dir: Optional[Union[str, os.PathLike]] = None,
          progress: Optional[bool] = None) -> "Trace":
     """Opens a trace (REVEN, usercorn, gdb tfile, ...), reusing its index or
     building it (with a progress line on a terminal; progress=True/False
-    forces it). Ctrl-C interrupts a build (KeyboardInterrupt)."""
-    return Trace(_core.open(path, cache_dir, progress))
+    forces it). Paths are str or os.PathLike (pathlib.Path). Ctrl-C
+    interrupts a build (KeyboardInterrupt)."""
+    return Trace(_core.open(os.fspath(path), None if cache_dir is None else os.fspath(cache_dir),
+                            progress))
 
 
 def _unknown_ranges(address: int, mask: bytes) -> list[tuple[int, int]]:
@@ -236,7 +245,10 @@ class Trace:
         """Every write overlapping [address, address+length) by events in
         [start, end), oldest first, from the memory index: Access items
         (position, old, new) where old/new are the range's bytes before and
-        after (None where any byte is unknown). Lazy: batches of 4096."""
+        after (None where any byte is unknown, and for ranges longer than
+        MAX_VALUE_BYTES: use .address/.data, or a cursor's read). Lazy:
+        batches of 4096; the cost follows the writes found, not the length
+        (a range past the address space raises ValueError)."""
         return self._t.accesses(address, length, start, self._end(end), True)
 
     def reads(self, address: int, length: int = 1, start: int = 0,
@@ -254,6 +266,8 @@ class Trace:
         if hit is None:
             return None
         event, thread, is_write, where, data = hit
+        if length > MAX_VALUE_BYTES:
+            return Access((event, None, None, thread, where, data, is_write))
         c = self._t.cursor()
         c.seek(event)
         old = self._known(c.read(address, length))
@@ -398,7 +412,8 @@ class Cursor:
         """Runs forward or backward until a breakpoint (pcs), a watched
         access ([(address, length, "w"|"r"|"a")]), a fence (low, high) or an
         end of the trace, with gdb's rules (a backward watch stops before
-        the access). Answered from the indexes; moves the cursor there."""
+        the access). With ``thread``, only that thread's breakpoint hits
+        and watched accesses stop. Answered from the indexes; moves the cursor there."""
         low, high = fence if fence is not None else (None, None)
         return Stop(*self._c.run(forward, list(breakpoints), [tuple(w) for w in watch],
                                  thread, low, high))

@@ -4,6 +4,8 @@ positions as ints only."""
 
 from typing import Iterator, Optional
 
+MAX_VALUE_BYTES: int
+
 class TraceError(Exception):
     file: Optional[str]
     offset: Optional[int]

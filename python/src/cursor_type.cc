@@ -113,6 +113,8 @@ PyObject* Read(PyObject* self, PyObject* args) {
   if (!PyArg_ParseTuple(args, "OO|p", &a, &n, &physical)) return nullptr;
   std::uint64_t address, length;
   if (!ToU64(a, &address, "address") || !ToU64(n, &length, "length")) return nullptr;
+  if (!CheckRangeArg(Of(self).trace(), address, length)) return nullptr;
+  if (length == 0) return Py_BuildValue("(y#y#)", "", Py_ssize_t(0), "", Py_ssize_t(0));
   if (length > (std::uint64_t(1) << 30)) {
     PyErr_SetString(PyExc_ValueError, "length above 1 GiB");
     return nullptr;
@@ -178,8 +180,13 @@ PyObject* Run(PyObject* self, PyObject* args) {
     const char* kind = "w";
     const bool parsed = PyArg_ParseTuple(item, "OO|s", &a, &n, &kind);
     core::Watch w;
-    bool ok =
-        parsed && ToU64(a, &w.address, "watch address") && ToU64(n, &w.length, "watch length");
+    bool ok = parsed && ToU64(a, &w.address, "watch address") &&
+              ToU64(n, &w.length, "watch length") &&
+              CheckRangeArg(Of(self).trace(), w.address, w.length);
+    if (ok && w.length == 0) {
+      PyErr_SetString(PyExc_ValueError, "watch length must be positive");
+      ok = false;
+    }
     if (ok) {
       const std::string k = kind;
       if (k == "w") {
@@ -206,6 +213,7 @@ PyObject* Run(PyObject* self, PyObject* args) {
     std::uint64_t t;
     if (!ToU64(thread_obj, &t, "thread")) return nullptr;
     cond.thread = core::ThreadId(t);
+    cond.thread_filters_watches = true;  // run(thread=T): only T's stops, watches included
   }
   std::uint64_t lo = 0, hi = UINT64_MAX;
   if (lo_obj != Py_None && !ToU64(lo_obj, &lo, "fence")) return nullptr;

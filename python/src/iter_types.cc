@@ -107,7 +107,10 @@ PyObject* AccessNext(PyObject* self) {
     const core::Access& a = s.batch[s.next++];
     if (a.is_write != s.writes) continue;
     PyObject *old_obj, *new_obj;
-    if (a.is_write) {
+    if (s.length > kMaxValueBytes) {
+      old_obj = Py_NewRef(Py_None);  // see kMaxValueBytes
+      new_obj = Py_NewRef(Py_None);
+    } else if (a.is_write) {
       if (!s.incremental || !s.have_state) {
         if (!ReadAt(s, a.event, s.value, s.known)) return nullptr;
       }

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "backstep/core/search.h"
 #include "py_common.h"
 
 namespace backstep::python {
@@ -102,6 +103,7 @@ int Exec(PyObject* module) {
   if (!g_state.trace_error) return -1;
   Py_INCREF(g_state.trace_error);
   if (PyModule_AddObject(module, "TraceError", g_state.trace_error) < 0) return -1;
+  if (PyModule_AddIntConstant(module, "MAX_VALUE_BYTES", kMaxValueBytes) < 0) return -1;
   if (!RegisterTraceType(module) || !RegisterCursorType(module) || !RegisterIteratorTypes(module)) {
     return -1;
   }
@@ -194,6 +196,13 @@ bool ToU64(PyObject* obj, std::uint64_t* out, const char* what) {
   }
   *out = v;
   return true;
+}
+
+bool CheckRangeArg(const core::Trace& trace, std::uint64_t address, std::uint64_t length) {
+  const core::Status s = core::CheckRange(trace, address, length);
+  if (s.ok()) return true;
+  PyErr_SetString(PyExc_ValueError, s.message().c_str());
+  return false;
 }
 
 void FreeObject(PyObject* self) {

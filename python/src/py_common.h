@@ -57,6 +57,14 @@ bool RunInterruptible(const std::function<void()>& work, std::atomic<bool>& inte
 // Converts a Python int to uint64 (negative or too large: ValueError).
 bool ToU64(PyObject* obj, std::uint64_t* out, const char* what);
 
+// False with ValueError set when [address, address + length) leaves the
+// trace's address space (core::CheckRange), before any work is done.
+bool CheckRangeArg(const core::Trace& trace, std::uint64_t address, std::uint64_t length);
+
+// Access items carry the range's old/new bytes only up to this length: a
+// longer range would cost (and allocate) its whole length at every write.
+inline constexpr std::uint64_t kMaxValueBytes = 4096;
+
 struct TraceObject {
   PyObject_HEAD std::shared_ptr<core::Trace>* trace;
 };

@@ -88,6 +88,7 @@ PyObject* NearestAccess(PyObject* self, PyObject* args) {
     PyErr_SetString(PyExc_ValueError, "length must be positive");
     return nullptr;
   }
+  if (!CheckRangeArg(Of(self), address, length)) return nullptr;
   auto r = Query(Of(self), address, length, core::Position(at), core::AddressKind::kVirtual);
   if (!r.ok()) return RaiseStatus(r.status(), at, Of(self).path());
   return AccessTuple(*r);
@@ -106,6 +107,7 @@ PyObject* AccessIter(PyObject* self, PyObject* args) {
     PyErr_SetString(PyExc_ValueError, "length must be positive");
     return nullptr;
   }
+  if (!CheckRangeArg(Of(self), address, length)) return nullptr;
   if (!writes && !Of(self).header().records_reads) {
     return RaiseStatus(
         core::Status::InvalidArgument(Of(self).path() + ": the trace records no memory reads"));
@@ -169,12 +171,15 @@ PyObject* OriginSteps(const std::vector<core::OriginStep>& steps) {
 }
 
 PyObject* Origin(PyObject* self, PyObject* args) {
-  PyObject *a, *n, *p;
-  unsigned depth;
-  if (!PyArg_ParseTuple(args, "OOOI", &a, &n, &p, &depth)) return nullptr;
-  std::uint64_t address, length, at;
+  PyObject *a, *n, *p, *d;
+  if (!PyArg_ParseTuple(args, "OOOO", &a, &n, &p, &d)) return nullptr;
+  std::uint64_t address, length, at, depth;
   if (!ToU64(a, &address, "address") || !ToU64(n, &length, "length") ||
-      !ToU64(p, &at, "position")) {
+      !ToU64(p, &at, "position") || !ToU64(d, &depth, "depth")) {
+    return nullptr;
+  }
+  if (depth == 0 || depth > UINT32_MAX) {
+    PyErr_SetString(PyExc_ValueError, "depth must be in 1..2**32-1");
     return nullptr;
   }
   std::atomic<bool> interrupt{false};
@@ -182,8 +187,8 @@ PyObject* Origin(PyObject* self, PyObject* args) {
   core::Trace& trace = Of(self);
   if (!RunInterruptible(
           [&] {
-            result.emplace(
-                core::Origin(trace, address, length, core::Position(at), depth, &interrupt));
+            result.emplace(core::Origin(trace, address, length, core::Position(at),
+                                        static_cast<unsigned>(depth), &interrupt));
           },
           interrupt)) {
     return nullptr;

@@ -52,7 +52,8 @@ void AccessListBuilder::Rebuild(Page& page, PageState& state) const {
   state.complete = (history_complete_ && !Seen(last_page_number_)) ||
                    (epoch_ > 0 && last_clear_ >= segment_first_);
   for (const BlockRecord& block : page.blocks) {
-    EntryDecoder decoder(page.data.data() + block.data_offset, block.first_event);
+    const std::uint8_t* block_data = page.data.data() + block.data_offset;
+    EntryDecoder decoder(block_data, block_data + block.data_size, block.first_event);
     for (std::uint32_t i = 0; i < block.entry_count; ++i) {
       const AccessEntry e = decoder.Next();
       if (epoch_ > 0 && e.event < last_clear_) continue;

@@ -192,13 +192,17 @@ inline void PutVarint(std::uint64_t v, std::uint8_t*& out) {
   }
   *out++ = static_cast<std::uint8_t>(v);
 }
-inline std::uint64_t GetVarint(const std::uint8_t*& in) {
+// Reads one varint from [in, end). Never reads at or past `end`: a varint
+// cut there (only in a damaged file) yields the bits read so far and leaves
+// `in` at `end`.
+inline std::uint64_t GetVarint(const std::uint8_t*& in, const std::uint8_t* end) {
   std::uint64_t v = 0;
-  for (int shift = 0;; shift += 7) {
+  for (int shift = 0; in < end; shift += 7) {
     const std::uint8_t b = *in++;
     v |= std::uint64_t(b & 0x7f) << shift;
     if (!(b & 0x80) || shift >= 63) return v;
   }
+  return v;
 }
 
 // --- access-list entries ---
@@ -234,24 +238,32 @@ struct AccessEntry {
   std::uint64_t ref_offset = 0;        // trace-file offset when ref
 };
 
-// Decodes the entries of one block in order.
+// Decodes the entries of one block, [in, end), in order. Every entry it
+// returns lies in its page (offset + length <= kPageSize), is a piece of
+// its access (piece_offset + length <= access_length) and has its inline
+// data inside the block; an entry that would not (only in a damaged or
+// crafted file: the builder never writes one) is returned empty (length 0)
+// and so are all after it.
 class EntryDecoder {
  public:
-  EntryDecoder(const std::uint8_t* in, std::uint64_t first_event) : in_(in), event_(first_event) {}
+  EntryDecoder(const std::uint8_t* in, const std::uint8_t* end, std::uint64_t first_event)
+      : in_(in), end_(end), event_(first_event) {}
   AccessEntry Next() {
     AccessEntry e;
-    e.event = event_ += GetVarint(in_);
+    e.event = event_ += GetVarint(in_, end_);
+    if (end_ - in_ < 2) return Broken(e);
     const std::uint16_t head = LoadRecord<std::uint16_t>(in_);
     in_ += 2;
     e.offset = head & 0xfff;
     const std::uint32_t code = head >> 12;
     if (code == 0) {
-      const std::uint64_t x = GetVarint(in_);
+      const std::uint64_t x = GetVarint(in_, end_);
+      if ((x >> 2) > kPageSize) return Broken(e);
       e.length = static_cast<std::uint32_t>(x >> 2);
       e.ref = x & kEntryRef;
       if (x & kEntrySplit) {
-        e.piece_offset = GetVarint(in_);
-        e.access_length = GetVarint(in_);
+        e.piece_offset = GetVarint(in_, end_);
+        e.access_length = GetVarint(in_, end_);
       } else {
         e.access_length = e.length;
       }
@@ -260,9 +272,14 @@ class EntryDecoder {
       e.length = e.ref ? kRefLengths[code - kMaxInlineCode - 1] : code;
       e.access_length = e.length;
     }
+    if (e.offset + std::uint64_t{e.length} > kPageSize || e.piece_offset > e.access_length ||
+        e.length > e.access_length - e.piece_offset) {
+      return Broken(e);
+    }
     if (e.ref) {
-      e.ref_offset = ref_ += static_cast<std::uint64_t>(UnZigZag(GetVarint(in_)));
+      e.ref_offset = ref_ += static_cast<std::uint64_t>(UnZigZag(GetVarint(in_, end_)));
     } else {
+      if (static_cast<std::uint64_t>(end_ - in_) < e.length) return Broken(e);
       e.data = in_;
       in_ += e.length;
     }
@@ -270,7 +287,19 @@ class EntryDecoder {
   }
 
  private:
+  AccessEntry Broken(AccessEntry e) {
+    in_ = end_;
+    e.offset = 0;  // overlaps nothing
+    e.length = 0;
+    e.ref = false;
+    e.data = in_;
+    e.piece_offset = 0;
+    e.access_length = 0;
+    return e;
+  }
+
   const std::uint8_t* in_;
+  const std::uint8_t* end_;
   std::uint64_t event_;
   std::uint64_t ref_ = 0;
 };

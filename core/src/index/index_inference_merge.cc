@@ -56,7 +56,7 @@ Status InferenceMerge::RewriteList(std::span<const std::uint8_t> body, std::uint
       const auto block = LoadRecord<BlockRecord>(blocks + b * sizeof(BlockRecord));
       const std::uint8_t* data = InPart(body, base, block.data_offset, block.data_size, 1);
       if (!data) return OutOfPart("inferred entries", block.data_offset);
-      EntryDecoder decoder(data, block.first_event);
+      EntryDecoder decoder(data, data + block.data_size, block.first_event);
       for (std::uint32_t j = 0; j < block.entry_count; ++j) {
         const AccessEntry e = decoder.Next();
         if (e.offset + std::uint64_t{e.length} > kPageSize ||

@@ -42,24 +42,59 @@ bool Overlaps(const AccessEntry& e, std::uint32_t o1, std::uint32_t o2) {
 
 constexpr std::uint8_t kZeros[kPageSize] = {};
 
-}  // namespace
+// Page number of PageRecord i of a list's sorted page array.
+std::uint64_t PageAt(const std::uint8_t* base, std::uint64_t i) {
+  return LoadRecord<std::uint64_t>(base + i * sizeof(PageRecord));
+}
 
-std::optional<PageRecord> TraceIndex::FindPage(const SegmentRecord& seg, AccessListKind list,
-                                               std::uint64_t page) const {
-  const std::uint8_t* base = bytes_.data() + seg.lists[list].pages_offset;
-  std::uint64_t lo = 0, hi = seg.lists[list].page_count;
+// Index of the first of `count` PageRecords at `base` whose page >= `page`.
+std::uint64_t FirstPageAtOrAfter(const std::uint8_t* base, std::uint64_t count,
+                                 std::uint64_t page) {
+  std::uint64_t lo = 0, hi = count;
   while (lo < hi) {
     const std::uint64_t mid = lo + (hi - lo) / 2;
-    if (LoadRecord<std::uint64_t>(base + mid * sizeof(PageRecord)) < page) {
+    if (PageAt(base, mid) < page) {
       lo = mid + 1;
     } else {
       hi = mid;
     }
   }
+  return lo;
+}
+
+}  // namespace
+
+std::optional<PageRecord> TraceIndex::FindPage(const SegmentRecord& seg, AccessListKind list,
+                                               std::uint64_t page) const {
+  const std::uint8_t* base = bytes_.data() + seg.lists[list].pages_offset;
+  const std::uint64_t lo = FirstPageAtOrAfter(base, seg.lists[list].page_count, page);
   if (lo == seg.lists[list].page_count) return std::nullopt;
   const auto rec = LoadRecord<PageRecord>(base + lo * sizeof(PageRecord));
   if (rec.page != page) return std::nullopt;
   return rec;
+}
+
+std::vector<std::uint64_t> TraceIndex::ListedPages(AccessListKind list, std::uint64_t first_page,
+                                                   std::uint64_t last_page) const {
+  std::vector<std::uint64_t> pages;
+  for (std::uint64_t s = 0; s < dir_.segment_count; ++s) {
+    const ListRecord rec = segment(s).lists[list];
+    const std::uint8_t* base = bytes_.data() + rec.pages_offset;
+    for (std::uint64_t i = FirstPageAtOrAfter(base, rec.page_count, first_page);
+         i < rec.page_count && PageAt(base, i) <= last_page; ++i) {
+      pages.push_back(PageAt(base, i));
+    }
+  }
+  // Segments list overlapping sets of pages: merge them.
+  std::sort(pages.begin(), pages.end());
+  pages.erase(std::unique(pages.begin(), pages.end()), pages.end());
+  return pages;
+}
+
+EntryDecoder TraceIndex::BlockDecoder(const BlockRecord& block) const {
+  // Parse checked that the block's data lies in the file.
+  const std::uint8_t* data = bytes_.data() + block.data_offset;
+  return EntryDecoder(data, data + block.data_size, block.first_event);
 }
 
 const std::uint8_t* TraceIndex::EntryData(const AccessEntry& e) const {
@@ -93,7 +128,7 @@ Expected<std::optional<AccessHit>> TraceIndex::NextAccess(
       }
       const BlockRecord block = blocks.at(b);
       if (!(block.line_mask & mask)) continue;
-      EntryDecoder decoder(bytes_.data() + block.data_offset, block.first_event);
+      EntryDecoder decoder = BlockDecoder(block);
       for (std::uint32_t j = 0; j < block.entry_count; ++j) {
         const AccessEntry e = decoder.Next();
         if (e.event >= from && Overlaps(e, o1, o2)) {
@@ -128,7 +163,7 @@ Expected<std::optional<AccessHit>> TraceIndex::PrevAccess(
       }
       const BlockRecord block = blocks.at(b);
       if (!(block.line_mask & mask)) continue;
-      EntryDecoder decoder(bytes_.data() + block.data_offset, block.first_event);
+      EntryDecoder decoder = BlockDecoder(block);
       std::optional<AccessHit> best;
       for (std::uint32_t j = 0; j < block.entry_count; ++j) {
         const AccessEntry e = decoder.Next();
@@ -160,7 +195,7 @@ void TraceIndex::ScanAccesses(AccessListKind list, Address lo, Address hi, std::
       const BlockRecord block = blocks.at(b);
       if (block.first_event >= to) return;
       if (!(block.line_mask & mask)) continue;
-      EntryDecoder decoder(bytes_.data() + block.data_offset, block.first_event);
+      EntryDecoder decoder = BlockDecoder(block);
       for (std::uint32_t j = 0; j < block.entry_count; ++j) {
         const AccessEntry e = decoder.Next();
         if (e.event >= to) return;
@@ -182,7 +217,7 @@ std::optional<AccessHit> TraceIndex::FindPiece(AccessListKind list, std::uint64_
   for (b = b > 0 ? b - 1 : 0; b < blocks.count; ++b) {
     const BlockRecord block = blocks.at(b);
     if (block.first_event > event) break;
-    EntryDecoder decoder(bytes_.data() + block.data_offset, block.first_event);
+    EntryDecoder decoder = BlockDecoder(block);
     for (std::uint32_t j = 0; j < block.entry_count; ++j) {
       const AccessEntry e = decoder.Next();
       if (e.event > event) return std::nullopt;
@@ -271,7 +306,7 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
     for (std::uint64_t b = end; remaining > 0 && b-- > start;) {
       const BlockRecord block = blocks.at(b);
       if (!(block.line_mask & mask)) continue;
-      EntryDecoder decoder(bytes_.data() + block.data_offset, block.first_event);
+      EntryDecoder decoder = BlockDecoder(block);
       if (block.entry_count > kBlockBuffer && block.entry_count > big_block.size()) {
         big_block.resize(block.entry_count);
       }
@@ -334,7 +369,7 @@ void TraceIndex::InferredState(Address lo, Address hi, std::uint64_t first, std:
       const BlockRecord block = blocks.at(b);
       if (block.first_event > last) return;
       if (!(block.line_mask & mask)) continue;
-      EntryDecoder decoder(bytes_.data() + block.data_offset, block.first_event);
+      EntryDecoder decoder = BlockDecoder(block);
       for (std::uint32_t j = 0; j < block.entry_count; ++j) {
         const AccessEntry e = decoder.Next();
         if (e.event > last) return;

@@ -51,10 +51,11 @@ std::optional<std::uint64_t> TraceIndex::PostingAtOrAfter(const PcRecord& rec,
   std::uint64_t value = s.first_event;
   if (value >= from) return value;
   const std::uint8_t* in = bytes_.data() + rec.data_offset + s.data_rel;
+  const std::uint8_t* end = bytes_.data() + bytes_.size() - kFooterSize;  // Parse: in <= end
   const std::uint64_t deltas =
       std::min<std::uint64_t>(kPostingsPerBlock, rec.count - (lo - 1) * kPostingsPerBlock) - 1;
   for (std::uint64_t j = 0; j < deltas; ++j) {
-    value += GetVarint(in);
+    value += GetVarint(in, end);
     if (value >= from) return value;
   }
   if (lo < blocks) return skip(lo).first_event;
@@ -81,10 +82,11 @@ std::optional<std::uint64_t> TraceIndex::PostingBefore(const PcRecord& rec,
   const SkipRecord s = skip(lo - 1);
   std::uint64_t value = s.first_event, best = value;
   const std::uint8_t* in = bytes_.data() + rec.data_offset + s.data_rel;
+  const std::uint8_t* end = bytes_.data() + bytes_.size() - kFooterSize;  // Parse: in <= end
   const std::uint64_t deltas =
       std::min<std::uint64_t>(kPostingsPerBlock, rec.count - (lo - 1) * kPostingsPerBlock) - 1;
   for (std::uint64_t j = 0; j < deltas; ++j) {
-    value += GetVarint(in);
+    value += GetVarint(in, end);
     if (value >= before) break;
     best = value;
   }
@@ -164,10 +166,11 @@ std::uint64_t TraceIndex::PostingRank(const PcRecord& rec, std::uint64_t before)
   const SkipRecord s = skip(lo - 1);
   std::uint64_t value = s.first_event;
   const std::uint8_t* in = bytes_.data() + rec.data_offset + s.data_rel;
+  const std::uint8_t* end = bytes_.data() + bytes_.size() - kFooterSize;  // Parse: in <= end
   const std::uint64_t deltas =
       std::min<std::uint64_t>(kPostingsPerBlock, rec.count - (lo - 1) * kPostingsPerBlock) - 1;
   for (std::uint64_t j = 0; j < deltas; ++j) {
-    value += GetVarint(in);
+    value += GetVarint(in, end);
     if (value >= before) break;
     ++rank;
   }

@@ -1,13 +1,17 @@
 #include "index/index_store.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "util/hex.h"
 
@@ -30,6 +34,35 @@ void ReleaseResidentPages(std::span<const std::uint8_t> mapped) {
   if (length == 0) return;
   (void)madvise(const_cast<std::uint8_t*>(mapped.data()), length, MADV_DONTNEED);
 }
+
+// Prefix of the fallback cache directory (a uid follows): /tmp is shared.
+constexpr char kSharedCachePrefix[] = "/tmp/backstep-cache-";
+
+// Holds an exclusive flock on the trace file (opened read-only) for its
+// lifetime, so that processes indexing the same trace take turns; without
+// the lock (the trace cannot be opened) it does nothing.
+class BuildLock {
+ public:
+  explicit BuildLock(const std::string& trace_path)
+      : fd_(open(trace_path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)) {
+    if (fd_ < 0) return;
+    if (flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+    waited_ = true;
+    while (flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
+  }
+  ~BuildLock() {
+    if (fd_ >= 0) close(fd_);  // releases the lock
+  }
+  BuildLock(const BuildLock&) = delete;
+  BuildLock& operator=(const BuildLock&) = delete;
+  // True if another process held the lock when we asked.
+  bool waited() const { return waited_; }
+
+ private:
+  int fd_;
+  bool waited_ = false;
+};
 
 struct Attempt {
   std::unique_ptr<TraceIndex> index;
@@ -55,7 +88,7 @@ std::string DefaultCacheDir() {
   if (const char* home = std::getenv("HOME"); home && *home) {
     return std::string(home) + "/.cache/backstep";
   }
-  return "/tmp/backstep-cache";
+  return kSharedCachePrefix + std::to_string(geteuid());
 }
 
 Expected<IndexIdentity> IdentityOf(const TraceReader& reader, const std::string& path,
@@ -107,6 +140,32 @@ Expected<OpenedIndex> BuildInMemory(TraceReader& reader, std::span<const std::ui
 
 }  // namespace
 
+Status CheckPrivateDir(const std::string& dir) {
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Status::IOError(dir + ": cannot create the cache directory: " + std::strerror(errno));
+  }
+  struct stat st;
+  if (lstat(dir.c_str(), &st) != 0) {
+    return Status::IOError(dir + ": " + std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return Status::IOError(dir +
+                           ": not a directory (a link or a file put there): "
+                           "not used as the index cache");
+  }
+  if (st.st_uid != geteuid()) {
+    return Status::IOError(dir + ": owned by uid " + std::to_string(st.st_uid) +
+                           ", not by us: not used as the index cache");
+  }
+  if (st.st_mode & 077) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%03o", static_cast<unsigned>(st.st_mode & 0777));
+    return Status::IOError(dir + ": open to other users (mode " + mode +
+                           "): not used as the index cache");
+  }
+  return Status();
+}
+
 std::string CacheIndexPath(const std::string& trace_path, const std::string& cache_dir) {
   std::error_code ec;
   std::filesystem::path abs = std::filesystem::absolute(trace_path, ec);
@@ -131,39 +190,68 @@ Expected<OpenedIndex> OpenOrBuildIndex(TraceReader& reader,
 
   const std::string primary = trace_path + ".bsidx";
   const std::string cache = CacheIndexPath(trace_path, options.cache_dir);
-  Attempt first = TryOpen(primary, identity, trace_bytes);
-  if (first.index) {
-    IndexStatus st{primary, true, "", first.index->size_bytes(), 0, ""};
-    return OpenedIndex{std::move(first.index), st};
+  // The shared fallback in /tmp is used only when it is ours alone.
+  const std::string cache_dir = std::filesystem::path(cache).parent_path().string();
+  const Status cache_usable =
+      cache_dir.rfind(kSharedCachePrefix, 0) == 0 ? CheckPrivateDir(cache_dir) : Status();
+  // The first valid index of primary, then cache; `why` says why none was.
+  auto reuse = [&](std::string* why) -> std::optional<OpenedIndex> {
+    for (const std::string& path : {primary, cache}) {
+      if (path == cache && !cache_usable.ok()) continue;
+      Attempt attempt = TryOpen(path, identity, trace_bytes);
+      if (attempt.index) {
+        IndexStatus st{path, true, "", attempt.index->size_bytes(), 0, ""};
+        return OpenedIndex{std::move(attempt.index), st};
+      }
+      if (why->empty() || *why == "missing") *why = attempt.why;
+    }
+    return std::nullopt;
+  };
+  std::string why = "rebuild asked";
+  if (!options.rebuild_index) {
+    why.clear();
+    if (auto found = reuse(&why)) return std::move(*found);
   }
-  Attempt second = TryOpen(cache, identity, trace_bytes);
-  if (second.index) {
-    IndexStatus st{cache, true, "", second.index->size_bytes(), 0, ""};
-    return OpenedIndex{std::move(second.index), st};
-  }
-  const std::string why = first.why == "missing" ? second.why : first.why;
   if (!options.build_index) {
     return Status::NotFound(trace_path + ": no usable index (" + why +
                             ") and building is disabled");
   }
-  std::string destination = primary;
-  Expected<AtomicFile> file = AtomicFile::Create(primary);
-  if (!file.ok()) {
-    destination = cache;
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(cache).parent_path(), ec);
-    file = AtomicFile::Create(cache);
-    if (!file.ok()) {
-      return file.status().Annotate(trace_path +
-                                    ": cannot write the index next to the trace "
-                                    "nor in the cache directory");
-    }
+  // One builder per trace at a time: a second process waits here, then
+  // finds the first one's index instead of building all of it again.
+  BuildLock lock(trace_path);
+  if (lock.waited() && !options.rebuild_index) {
+    std::string ignored;
+    if (auto found = reuse(&ignored)) return std::move(*found);
   }
-  FileIndexSink sink(std::move(*file));
+  const ReaderPosition start = reader.Tell();
   IndexBuildReport report;
-  BACKSTEP_RETURN_IF_ERROR(
-      BuildIndex(reader, identity, BuildOptionsOf(options, more_readers, &report), sink));
-  BACKSTEP_RETURN_IF_ERROR(sink.Commit());
+  auto build_at = [&](const std::string& path) -> Status {
+    BACKSTEP_ASSIGN_OR_RETURN(AtomicFile file, AtomicFile::Create(path, /*allow_special=*/false));
+    FileIndexSink sink(std::move(file));
+    report = IndexBuildReport();
+    BACKSTEP_RETURN_IF_ERROR(
+        BuildIndex(reader, identity, BuildOptionsOf(options, more_readers, &report), sink));
+    // The old index (if any) is replaced only now, by a complete one.
+    return sink.Commit();
+  };
+  std::string destination = primary;
+  if (Status beside = build_at(primary); !beside.ok()) {
+    // Not writable, or the write failed (full disk, quota): the cache
+    // directory, from the first event again. Reader errors are final.
+    if (beside.code() != StatusCode::kIOError) return beside;
+    const std::string failed = trace_path + ": cannot write the index next to the trace (" +
+                               beside.message() + ") nor in the cache directory";
+    if (!cache_usable.ok()) return cache_usable.Annotate(failed);
+    std::error_code ec;
+    std::filesystem::create_directories(cache_dir, ec);
+    if (ec) {
+      return Status::IOError(cache_dir + ": cannot create the cache directory: " + ec.message())
+          .Annotate(failed);
+    }
+    BACKSTEP_RETURN_IF_ERROR(reader.Seek(start));
+    if (Status cached = build_at(cache); !cached.ok()) return cached.Annotate(failed);
+    destination = cache;
+  }
   Attempt built = TryOpen(destination, identity, trace_bytes);
   if (!built.index) {
     return Status::Corruption(destination + ": freshly built index does not validate (" +

@@ -3,8 +3,11 @@
 // Location: `<trace path>.bsidx` next to the trace; when that directory is
 // not writable, `<cache dir>/<trace file name>-<hash of its absolute
 // path>.bsidx` (cache dir: OpenOptions::cache_dir, else
-// $XDG_CACHE_HOME/backstep, else ~/.cache/backstep). Both places are tried
-// when opening. An index is reused only if ValidateIndex() accepts it (size,
+// $XDG_CACHE_HOME/backstep, else ~/.cache/backstep, else, with neither
+// variable set, /tmp/backstep-cache-<uid>: that one is shared with every
+// user of the machine, so it is used only if it is a directory owned by us
+// with no access for group or others (see CheckPrivateDir). Both places are
+// tried when opening. An index is reused only if ValidateIndex() accepts it (size,
 // magics, version, identity: trace size, mtime, hash of its first and last
 // 64 KiB, format, keyframe interval; checksum) and its directory parses;
 // otherwise it is rebuilt and IndexStatus::rebuilt_why says why
@@ -13,8 +16,15 @@
 //
 // With an empty trace path the index is built in memory and never saved.
 //
-// Thread-safety: reentrant; concurrent builders of one trace each write
-// their own temporary file and the last rename wins (both are valid).
+// Building: beside the trace; when that fails (not writable, TRACE.bsidx
+// not a regular file, or the write itself fails: full disk, quota) in the
+// cache directory, from the first event again. OpenOptions::rebuild_index
+// builds even over a valid index, which stays until the new one replaces
+// it. One process builds a trace's index at a time (an exclusive flock on
+// the trace file); one that waited reuses what the other built.
+//
+// Thread-safety: reentrant; concurrent builders of one trace take turns
+// (above).
 #pragma once
 
 #include <memory>
@@ -38,6 +48,12 @@ Expected<OpenedIndex> OpenOrBuildIndex(TraceReader& reader,
                                        std::span<const std::uint8_t> trace_bytes,
                                        const std::string& trace_path, const OpenOptions& options,
                                        const ReaderFactory& more_readers = {});
+
+// OK if `dir` is a directory (not a symbolic link) owned by the effective
+// user with no permission bits for group or others; creates it (mode 0700)
+// when missing. Otherwise IOError saying what is wrong: a file
+// another user placed there must never be read as our index.
+Status CheckPrivateDir(const std::string& dir);
 
 // The cache-directory location of the index of `trace_path`.
 std::string CacheIndexPath(const std::string& trace_path, const std::string& cache_dir);

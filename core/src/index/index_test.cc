@@ -74,8 +74,13 @@ TEST(IndexFormatTest, VarintsAndLineMasks) {
     std::uint8_t* out = buf;
     PutVarint(v, out);
     const std::uint8_t* in = buf;
-    EXPECT_EQ(GetVarint(in), v);
+    EXPECT_EQ(GetVarint(in, out), v);
     EXPECT_EQ(in, out);
+    if (out - buf > 1) {  // cut short: stops at the end, never past it
+      in = buf;
+      EXPECT_NE(GetVarint(in, out - 1), v);
+      EXPECT_EQ(in, out - 1);
+    }
   }
   EXPECT_EQ(LineMask(0, 1), 1u);
   EXPECT_EQ(LineMask(63, 2), 3u);

@@ -80,7 +80,6 @@ Status TraceIndex::Parse() {
   const auto footer = LoadRecord<IndexFooter>(bytes_.data() + bytes_.size() - kFooterSize);
   const auto header = LoadRecord<IndexHeader>(bytes_.data());
   interval_ = header.keyframe_interval;
-  const std::uint64_t end = footer.directory_offset + footer.directory_size;
   auto corrupt = [&](const std::string& what) {
     return Status::Corruption("index at offset " + HexU64(footer.directory_offset) + ": " + what);
   };
@@ -109,18 +108,19 @@ Status TraceIndex::Parse() {
   segments_ = take(dir_.segment_count, sizeof(SegmentRecord));
   if (overflow || need != footer.directory_size) return corrupt("directory size mismatch");
   if (dir_.block_entries == 0 || dir_.snapshot_blocks == 0 || dir_.register_known_words > 64 ||
+      dir_.register_storage_size > bytes_.size() ||
       dir_.keyframe_count != dir_.event_count / interval_ + 1) {
     return corrupt("bad directory fields");
   }
   const std::uint64_t record_size = sizeof(RegisterRecordHeader) +
                                     Align8(dir_.register_storage_size) +
                                     8 * dir_.register_known_words;
-  auto in_file = [&](std::uint64_t offset, std::uint64_t size) {
-    return offset <= end && size <= end - offset;
-  };
+  // Arrays are checked as (offset, count, record size): count * size may
+  // not be computed first, a crafted count makes it wrap.
+  auto in_file = [&](std::uint64_t offset, std::uint64_t size) { return InFile(offset, 1, size); };
   for (std::uint64_t i = 0; i < dir_.thread_count; ++i) {
     const ThreadRecord t = thread(i);
-    if (!in_file(t.initial_record, record_size) || !in_file(t.runs_offset, t.run_count * 8)) {
+    if (!in_file(t.initial_record, record_size) || !InFile(t.runs_offset, t.run_count, 8)) {
       return corrupt("bad thread record");
     }
     thread_ids_.emplace_back(t.tid, i);
@@ -128,7 +128,7 @@ Status TraceIndex::Parse() {
   std::sort(thread_ids_.begin(), thread_ids_.end());
   for (std::uint64_t k = 0; k < dir_.keyframe_count; ++k) {
     const auto kf = Rec<KeyframeRecord>(keyframes_, k);
-    if (kf.ref_count > dir_.thread_count || !in_file(kf.refs_offset, kf.ref_count * 16)) {
+    if (kf.ref_count > dir_.thread_count || !InFile(kf.refs_offset, kf.ref_count, 16)) {
       return corrupt("bad keyframe " + std::to_string(k));
     }
     for (std::uint64_t r = 0; r < kf.ref_count; ++r) {
@@ -141,13 +141,14 @@ Status TraceIndex::Parse() {
   for (std::uint64_t s = 0; s < dir_.segment_count; ++s) {
     const SegmentRecord seg = segment(s);
     bool ok = seg.first_event < seg.end_event && seg.end_event <= dir_.event_count &&
-              in_file(seg.pcs_offset, seg.pc_count * sizeof(PcRecord));
+              InFile(seg.pcs_offset, seg.pc_count, sizeof(PcRecord));
     for (const ListRecord& l : seg.lists) {
-      ok = ok && in_file(l.pages_offset, l.page_count * sizeof(PageRecord));
+      ok = ok && InFile(l.pages_offset, l.page_count, sizeof(PageRecord));
     }
     if (!ok) return corrupt("bad segment " + std::to_string(s));
+    BACKSTEP_RETURN_IF_ERROR(CheckSegmentData(s));
   }
-  return Status();
+  return CheckThreadsAndRuns();
 }
 
 std::optional<std::size_t> TraceIndex::ThreadIndexOf(ThreadId tid) const {
@@ -205,16 +206,35 @@ ReaderPosition TraceIndex::KeyframeReaderPosition(std::uint64_t k) const {
 }
 
 void TraceIndex::RestoreRecord(std::uint64_t offset, RegisterFile& file) const {
-  // Walk back to the full record, then apply the deltas forward.
+  // Walk back to the full record, then apply the deltas forward. Offsets
+  // and counts are checked against the file as they are followed (Parse
+  // checks only where chains start): a record that does not fit leaves the
+  // registers unknown.
   std::array<std::uint64_t, kMaxDeltaChain + 1> chain;
   std::size_t n = 0;
+  // The directory's record layout must be the file's (a crafted directory
+  // could claim more storage than the registers have).
+  if (dir_.register_storage_size != file.raw_storage().size() ||
+      dir_.register_known_words != file.raw_known().size()) {
+    return file.Clear();
+  }
+  const std::uint64_t full_size =
+      Align8(dir_.register_storage_size) + 8 * dir_.register_known_words;
   for (;;) {
+    if (!InFile(offset, 1, sizeof(RegisterRecordHeader))) return file.Clear();
     const auto h = LoadRecord<RegisterRecordHeader>(bytes_.data() + offset);
     chain[n++] = offset;
-    if (h.kind == kFullRecord || n == chain.size()) break;
+    if (h.kind == kFullRecord) {
+      if (!InFile(offset + sizeof(RegisterRecordHeader), 1, full_size)) return file.Clear();
+      break;
+    }
+    if (n == chain.size() || !InFile(offset + sizeof(RegisterRecordHeader), h.count, 3)) {
+      return file.Clear();
+    }
     offset = h.prev;
   }
   const std::uint8_t* full = bytes_.data() + chain[n - 1] + sizeof(RegisterRecordHeader);
+  const std::uint8_t* file_end = bytes_.data() + bytes_.size() - kFooterSize;
   std::array<std::uint64_t, 64> known;
   const std::size_t words = dir_.register_known_words;
   std::memcpy(known.data(), full + Align8(dir_.register_storage_size), 8 * words);
@@ -230,6 +250,7 @@ void TraceIndex::RestoreRecord(std::uint64_t offset, RegisterFile& file) const {
       const auto id = LoadRecord<std::uint16_t>(ids + 2 * j);
       if (id >= arch.register_count() || arch.info(id).derived) continue;
       if (flags[j]) {
+        if (arch.info(id).size > static_cast<std::size_t>(file_end - values)) return;
         file.Set(id, {values, arch.info(id).size});
         values += arch.info(id).size;
       } else {

@@ -66,6 +66,9 @@ class TraceIndex {
                                                     std::span<const std::uint8_t> trace_bytes);
 
   std::uint64_t size_bytes() const { return bytes_.size(); }
+  // No recorded access is longer than the data the index and the trace
+  // hold together; a longer access_length comes from a crafted file.
+  std::uint64_t max_access_length() const { return bytes_.size() + trace_bytes_.size(); }
   std::uint64_t event_count() const { return dir_.event_count; }
   std::uint64_t keyframe_interval() const { return interval_; }
   bool physical() const { return dir_.flags & kDirPhysical; }
@@ -137,6 +140,13 @@ class TraceIndex {
   // entries of the page in that range (blocks are skipped by line mask).
   void ScanAccesses(AccessListKind list, Address lo, Address hi, std::uint64_t from,
                     std::uint64_t to, const std::function<bool(const AccessHit&)>& fn) const;
+  // Pages in [first_page, last_page] that some segment lists in `list`,
+  // ascending and distinct: the only pages a range query can find anything
+  // in. Cost: one binary search per segment plus the pages listed in the
+  // range; the result is bounded by the pages the index holds, whatever
+  // the range's length.
+  std::vector<std::uint64_t> ListedPages(AccessListKind list, std::uint64_t first_page,
+                                         std::uint64_t last_page) const;
   // The entry of `event` in page `page` that is piece `piece_offset` of an
   // access (to reassemble accesses split at page boundaries).
   std::optional<AccessHit> FindPiece(AccessListKind list, std::uint64_t page, std::uint64_t event,
@@ -155,6 +165,14 @@ class TraceIndex {
  private:
   TraceIndex() = default;
   Status Parse();
+  // True if `count` records of `size` bytes at `offset` lie before the
+  // footer (no multiplication that could wrap). index_validate.cc.
+  bool InFile(std::uint64_t offset, std::uint64_t count, std::uint64_t size) const;
+  // Parse's checks of what queries follow without checking: runs and the
+  // threads' run lists; a segment's pc records, skips, pages, blocks and
+  // snapshots (index_validate.cc).
+  Status CheckThreadsAndRuns() const;
+  Status CheckSegmentData(std::uint64_t s) const;
   template <class T>
   T Rec(const std::uint8_t* base, std::uint64_t i) const {
     return LoadRecord<T>(base + i * sizeof(T));
@@ -166,6 +184,8 @@ class TraceIndex {
   std::optional<PageRecord> FindPage(const SegmentRecord& seg, AccessListKind list,
                                      std::uint64_t page) const;
   const std::uint8_t* EntryData(const AccessEntry& e) const;
+  // The decoder of a block's entries, bounded by its data.
+  EntryDecoder BlockDecoder(const BlockRecord& block) const;
   std::optional<std::uint64_t> NextPcInSegment(const SegmentRecord& seg, Address pc,
                                                std::uint64_t from) const;
   std::optional<std::uint64_t> PrevPcInSegment(const SegmentRecord& seg, Address pc,

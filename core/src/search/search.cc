@@ -93,6 +93,7 @@ Expected<std::optional<Candidate>> Search::ListHit(const WatchRanges& w, AccessL
   const bool forward = direction == Direction::kForward;
   const bool filter =
       list == kWriteList && w.watch->kind == WatchKind::kWrite && w.watch->only_changes;
+  if (c_.thread && c_.thread_filters_watches && !thread_) return std::optional<Candidate>();
   std::uint64_t bound = from_;  // forward: events >= bound; backward: events < bound
   for (std::uint64_t n = 1;; ++n) {
     std::optional<AccessHit> best;
@@ -111,7 +112,9 @@ Expected<std::optional<Candidate>> Search::ListHit(const WatchRanges& w, AccessL
     const std::uint64_t event = best->entry.event;
     const std::uint64_t position = forward ? event + 1 : event;
     if (forward ? position > limit : position < limit) return std::optional<Candidate>();
-    if (!filter || changes_.Changes(event, w.ranges)) {
+    const bool thread_ok = !c_.thread || !c_.thread_filters_watches ||
+                           (thread_ && index_.ThreadIndexAt(event) == *thread_);
+    if (thread_ok && (!filter || changes_.Changes(event, w.ranges))) {
       StopEvent stop = Stop(StopEvent::Reason::kWatch, position);
       stop.thread = ThreadAround(index_, event);
       const Address start = std::max(best->address(), best_range->lo);

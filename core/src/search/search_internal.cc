@@ -2,20 +2,45 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
+#include "backstep/core/hex.h"
 #include "index/memory_state.h"
 
 namespace backstep::core {
 
+Status CheckRange(const Trace& trace, Address address, std::uint64_t length) {
+  const unsigned bits = trace.arch().pointer_size() * 8u;
+  // The last address a range may reach (exclusive end): 2^bits, and for
+  // 64-bit spaces 2^64 - 1, so that address + length never wraps.
+  const std::uint64_t space_end = bits >= 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << bits);
+  if (address > space_end || length > space_end - address) {
+    return Status::InvalidArgument("range " + HexU64(address) + " + " + HexU64(length) +
+                                   " goes past the end of the " + std::to_string(bits) +
+                                   "-bit address space");
+  }
+  return Status();
+}
+
 Expected<std::vector<NativeRange>> NativeRanges(const Trace& trace, Address address,
                                                 std::uint64_t length, AddressKind kind,
                                                 Position at) {
-  const bool physical = TraceIndexOf(trace).physical();
+  BACKSTEP_RETURN_IF_ERROR(CheckRange(trace, address, length));
+  const TraceIndex& index = TraceIndexOf(trace);
+  const bool physical = index.physical();
   if (!physical && kind == AddressKind::kPhysical) {
     return Status::Unsupported(trace.path() + ": physical addresses in a trace of virtual ones");
   }
   std::vector<NativeRange> out;
+  if (length == 0) return out;
   if (physical && kind == AddressKind::kVirtual) {
+    // Each page is walked through the page tables: bound the walk.
+    if (length > kMaxTranslatedRange) {
+      return Status::InvalidArgument(
+          trace.path() + ": a virtual range of a trace of physical addresses is translated page " +
+          "by page; at most " + HexU64(kMaxTranslatedRange) + " bytes (asked " + HexU64(length) +
+          ")");
+    }
     BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<Cursor> cursor, trace.AcquireCursor());
     Status moved = cursor->Seek(at);
     // NOTE: Trace's cursors are always ReplayCursors.
@@ -25,12 +50,24 @@ Expected<std::vector<NativeRange>> NativeRanges(const Trace& trace, Address addr
     trace.ReleaseCursor(std::move(cursor));
     return ranges;
   }
-  while (length > 0) {
-    const std::uint64_t n =
-        std::min<std::uint64_t>(length, kPageSize - (address & (kPageSize - 1)));
-    out.push_back({address, address + n, address});
-    address += n;
-    length -= n;
+  // Only pages the index lists can hold an answer: the cost follows the
+  // trace, not the length asked (a swapped ADDR and LEN must stay cheap).
+  const Address last = address + (length - 1);  // CheckRange: no wrap
+  std::vector<std::uint64_t> pages =
+      index.ListedPages(kWriteList, address >> kPageBits, last >> kPageBits);
+  if (index.records_reads()) {
+    const std::vector<std::uint64_t> read_pages =
+        index.ListedPages(kReadList, address >> kPageBits, last >> kPageBits);
+    std::vector<std::uint64_t> both;
+    std::set_union(pages.begin(), pages.end(), read_pages.begin(), read_pages.end(),
+                   std::back_inserter(both));
+    pages = std::move(both);
+  }
+  out.reserve(pages.size());
+  for (const std::uint64_t page : pages) {
+    const Address lo = std::max(address, page << kPageBits);
+    const Address hi = std::min(last, (page << kPageBits) + (kPageSize - 1)) + 1;
+    out.push_back({lo, hi, lo});
   }
   return out;
 }
@@ -38,7 +75,11 @@ Expected<std::vector<NativeRange>> NativeRanges(const Trace& trace, Address addr
 Access GatherAccess(const Trace& trace, AccessListKind list, const AccessHit& hit,
                     const NativeRange& range) {
   const TraceIndex& index = TraceIndexOf(trace);
-  const AccessEntry& e = hit.entry;
+  AccessEntry e = hit.entry;
+  if (e.access_length > index.max_access_length()) {
+    e.piece_offset = 0;  // a crafted length: report the piece alone
+    e.access_length = e.length;
+  }
   Access a;
   a.event = e.event;
   a.thread = ThreadAround(index, e.event);

@@ -1,11 +1,25 @@
 // AtomicFile: writes a file under a temporary name and renames it into place.
 //
 // Everything backstep writes (indexes, converted traces, exports) goes
-// through this: the temporary file lives in the destination's directory
-// (`<dest>.tmp-<pid>-<n>`), Commit() flushes (fsync), renames it over the
-// destination and fsyncs the directory. If the object is destroyed without
-// Commit(), the temporary file is removed. A crash or a full disk therefore
-// never leaves a partial file under the final name.
+// through this: the temporary file lives in the destination's directory,
+// unnamed (O_TMPFILE) where the file system allows it, else as
+// `<dest>.tmp-<pid>-<n>`; Commit() flushes (fsync), gives it its final name
+// (over the destination) and fsyncs the directory. If the object is
+// destroyed without Commit(), the temporary file is removed; an unnamed one
+// disappears even when the process is killed, and Create() removes the
+// named leftovers of processes that no longer exist. A crash or a full disk
+// therefore never leaves a partial file under the final name.
+//
+// What the destination already is decides how it is written (it is never
+// replaced by something else):
+//   * missing or a regular file: atomically, as above;
+//   * a symbolic link: its target, by these same rules (the link stays);
+//   * a character device or a FIFO (/dev/null, a named pipe) when
+//     `allow_special` (the default): opened for writing at Create(); the
+//     bytes are kept in an unnamed temporary file (so WriteAt works) and
+//     Commit() copies them into the device in order (nothing to rename);
+//   * anything else (directory, block device, socket, or a device/FIFO
+//     without `allow_special`): IOError, nothing touched.
 //
 // Writes are buffered; errors (ENOSPC, EIO) are remembered and reported by
 // Commit() or status(), naming the file.
@@ -25,8 +39,9 @@ namespace backstep::core {
 
 class AtomicFile {
  public:
-  // Creates the temporary file. IOError if the directory is not writable.
-  static Expected<AtomicFile> Create(const std::string& destination);
+  // Creates the temporary file (or opens the device, see above). IOError if
+  // the directory is not writable or the destination cannot be written.
+  static Expected<AtomicFile> Create(const std::string& destination, bool allow_special = true);
 
   AtomicFile(AtomicFile&& other) noexcept;
   AtomicFile& operator=(AtomicFile&& other) noexcept;
@@ -53,9 +68,12 @@ class AtomicFile {
  private:
   AtomicFile() = default;
   void Fail(const char* what);
+  // Commit() of a device or FIFO destination.
+  Status CopyToDevice();
 
   std::string destination_;
-  std::string temp_path_;
+  std::string temp_path_;  // empty: unnamed (O_TMPFILE) or direct
+  int device_fd_ = -1;     // a device or FIFO: Commit() copies file_ into it
   std::FILE* file_ = nullptr;
   std::uint64_t size_ = 0;
   Status status_;

@@ -8,14 +8,20 @@
 #include <cerrno>
 #include <cstring>
 
+#include "util/mapping_registry.h"
+
 namespace backstep::core {
 namespace {
 
 class MappedFile final : public ByteSource {
  public:
   MappedFile(std::string name, const std::uint8_t* data, std::size_t size)
-      : name_(std::move(name)), data_(data), size_(size) {}
+      : name_(std::move(name)),
+        data_(data),
+        size_(size),
+        guard_slot_(RegisterMapping(data, size, name_)) {}
   ~MappedFile() override {
+    UnregisterMapping(guard_slot_);
     if (size_ != 0) munmap(const_cast<std::uint8_t*>(data_), size_);
   }
   std::span<const std::uint8_t> data() const override { return {data_, size_}; }
@@ -25,6 +31,7 @@ class MappedFile final : public ByteSource {
   std::string name_;
   const std::uint8_t* data_;
   std::size_t size_;
+  int guard_slot_;  // mapping_registry.h
 };
 
 class MemoryBuffer final : public ByteSource {
@@ -46,7 +53,10 @@ Status Errno(const std::string& path, const char* what) {
 }  // namespace
 
 Expected<std::shared_ptr<const ByteSource>> MapFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO (a trace or index path an attacker or a
+  // mistake made one) would otherwise wait for a writer before the check
+  // below can refuse it. It changes nothing for a regular file.
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return Errno(path, "cannot open");
   struct stat st;
   if (fstat(fd, &st) != 0) {

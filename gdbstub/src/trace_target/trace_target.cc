@@ -155,6 +155,8 @@ bool TraceTarget::Supports(WatchKind kind) const {
 
 core::Status TraceTarget::InsertWatchpoint(WatchKind kind, core::Address addr,
                                            std::uint64_t length) {
+  // Refused here rather than at the next continue: gdb reports it at once.
+  BACKSTEP_RETURN_IF_ERROR(core::CheckRange(*trace_, addr, length));
   return stop_points_.InsertWatchpoint(kind, addr, length);
 }
 

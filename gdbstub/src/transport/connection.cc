@@ -8,6 +8,9 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
+#include <system_error>
+
+#include "backstep/core/mapping_guard.h"
 
 namespace backstep::gdbstub {
 namespace {
@@ -50,7 +53,11 @@ core::Status Connection::Start() {
   if (stop_fd_ < 0 || done_fd_ < 0) {
     return core::Status::IOError(std::string("eventfd: ") + std::strerror(errno));
   }
-  thread_ = std::thread([this] { Loop(); });
+  try {
+    thread_ = std::thread([this] { Loop(); });
+  } catch (const std::system_error& e) {  // EAGAIN: out of threads or memory
+    return core::Status::IOError(std::string("cannot start a thread: ") + e.what());
+  }
   return core::Status::Ok();
 }
 
@@ -82,6 +89,12 @@ void Connection::Loop() {
       stash_.clear();
     }
     std::vector<std::string> replies = session_.OnBytes(batch);
+    // A served file shrank under us (GuardMappedFiles): what these replies
+    // say may come from its zero-filled pages; end the session instead.
+    if (const std::string damaged = core::MappedFilesDamaged(); !damaged.empty()) {
+      if (log_) log_->Note(id_, damaged + " changed while served: closing");
+      break;
+    }
     std::string out;
     for (const std::string& reply : replies) {
       if (log_) log_->Sent(id_, reply);
@@ -130,10 +143,15 @@ bool Connection::WriteAll(const std::string& bytes) {
 core::Expected<StopReason> Connection::RunWatched(
     const std::function<core::Expected<StopReason>()>& resume) {
   std::optional<core::Expected<StopReason>> result;
-  std::thread helper([&] {
-    result.emplace(resume());
-    Signal(done_fd_);
-  });
+  std::thread helper;
+  try {
+    helper = std::thread([&] {
+      result.emplace(resume());
+      Signal(done_fd_);
+    });
+  } catch (const std::system_error& e) {  // out of threads: answer the resume with an error
+    return core::Status::IOError(std::string("cannot start the resume's thread: ") + e.what());
+  }
   bool watching = !client_gone_;
   bool stopping = false;
   while (true) {

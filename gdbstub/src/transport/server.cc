@@ -16,6 +16,7 @@
 #include <optional>
 #include <set>
 
+#include "backstep/core/mapping_guard.h"
 #include "transport/connection.h"
 #include "transport/packet_log.h"
 
@@ -58,6 +59,7 @@ class Server::Impl {
   std::atomic<std::size_t> count_{0};
   int next_id_ = 1;
   bool stopping_ = false;
+  bool told_damage_ = false;
 };
 
 core::Expected<std::uint16_t> Server::Impl::ListenTcp(const std::string& address,
@@ -108,12 +110,22 @@ void Server::Impl::Accept() {
 }
 
 core::Status Server::Impl::AddConnection(int in_fd, int out_fd, const std::string& peer) {
-  auto target = factory_();
-  if (!target.ok()) {
+  auto refuse = [&](const core::Status& why) {
     ::close(in_fd);
     if (out_fd != in_fd) ::close(out_fd);
-    return target.status();
+    return why;
+  };
+  if (const std::string damaged = core::MappedFilesDamaged(); !damaged.empty()) {
+    return refuse(core::Status::Corruption("refused the client from " + peer + ": " + damaged +
+                                           " changed while served; restart serve"));
   }
+  if (connections_.size() >= options_.max_connections) {
+    return refuse(core::Status::Unsupported(
+        "refused the client from " + peer + ": " + std::to_string(connections_.size()) +
+        " connections already (the limit; serve --max-connections N)"));
+  }
+  auto target = factory_();
+  if (!target.ok()) return refuse(target.status());
   const int id = next_id_++;
   auto connection = std::make_shared<Connection>(in_fd, out_fd, std::move(*target), id, log_.get(),
                                                  [this](Connection& closed) {
@@ -130,9 +142,9 @@ core::Status Server::Impl::AddConnection(int in_fd, int out_fd, const std::strin
   connections_.insert(connection);
   count_.store(connections_.size());
   if (core::Status status = connection->Start(); !status.ok()) {
-    connections_.erase(connection);
+    connections_.erase(connection);  // its destructor closes the client's socket
     count_.store(connections_.size());
-    return status;
+    return status.Annotate("refused the client from " + peer);
   }
   if (!busy_) busy_.emplace(io_.get_executor());
   if (log_) log_->Note(id, "connected from " + peer);
@@ -145,6 +157,10 @@ void Server::Impl::OnClosed(std::shared_ptr<Connection> connection) {
   connections_.erase(connection);
   count_.store(connections_.size());
   if (!stopping_) Notice("client " + std::to_string(connection->id()) + " disconnected");
+  if (const std::string damaged = core::MappedFilesDamaged(); !damaged.empty() && !told_damage_) {
+    told_damage_ = true;
+    Notice(damaged + " shrank while served (truncated or rewritten): its sessions end");
+  }
   // Without a listener the server lives as long as its connections.
   if (connections_.empty()) {
     busy_.reset();

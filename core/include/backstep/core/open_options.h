@@ -26,6 +26,9 @@ struct OpenOptions {
   std::uint64_t keyframe_interval = 0;
   // Build the index if it is missing or stale (false: fail instead).
   bool build_index = true;
+  // Build a new index even if a valid one exists (`index --force`); the old
+  // one stays in place until the new one is complete and replaces it.
+  bool rebuild_index = false;
   ProgressFn progress;
   // Index builder tuning (0 = default; see docs/formats/index-format.md). The
   // builder flushes a segment when its buffers exceed the budget (default

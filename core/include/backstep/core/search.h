@@ -17,8 +17,8 @@
 // or the end in its direction stops at once, where it is.
 // Costs: breakpoints are pc-index lookups (O(log n) each, plus skipping the
 // hits of other threads under a thread filter); watchpoints are access-list
-// lookups per page of the range, plus two memory-state queries per write
-// rejected by only_changes. `interrupt` is polled in every loop.
+// lookups per page of the range that the index lists, plus two
+// memory-state queries per write rejected by only_changes. `interrupt` is polled in every loop.
 //
 // Watch addresses are in the debugger's (virtual) address space; for
 // physical traces they are translated at the starting position.
@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "backstep/core/expected.h"
+#include "backstep/core/status.h"
 #include "backstep/core/types.h"
 
 namespace backstep::core {
@@ -55,6 +56,9 @@ struct StopCondition {
   std::vector<Address> breakpoints;  // pcs
   std::vector<Watch> watches;
   std::optional<ThreadId> thread;  // breakpoints only fire for this thread
+  // Watches too: only accesses by `thread` stop (gdb applies its thread
+  // filter to watchpoints itself; the Python module asks for it).
+  bool thread_filters_watches = false;
   // Do not go below `fence_low` nor above `fence_high` (positions).
   Position fence_low = Position(0);
   Position fence_high = Position::Max();
@@ -94,13 +98,24 @@ struct Access {
   std::vector<std::uint8_t> data;  // the bytes written or observed
 };
 
+// OK if [address, address + length) lies inside the trace's address space
+// (2^64 bytes, 2^32 for a 32-bit architecture; the byte 2^64 - 1 is never
+// part of a range); otherwise InvalidArgument saying so. Every query below
+// and RunUntil's watches check it; front ends call it to refuse a range
+// before anything else.
+Status CheckRange(const Trace& trace, Address address, std::uint64_t length);
+
 // The queries below take addresses of `kind`. For physical traces, virtual
 // ranges are translated at `before` / `from` (current thread's page walk)
 // and Access::address is reported in the same kind (an access that starts
 // outside the asked range is mapped back linearly from the page it was
 // found in). Virtual traces refuse kPhysical (Unsupported).
-// Cost: O(log n) per page of the range plus bounded block decodes; History
-// is linear in what it returns.
+// Cost: O(log n) per page of the range that the index lists (pages nothing
+// accessed cost nothing, so a range's length alone never makes a query
+// slow or large) plus bounded block decodes; History is linear in what it
+// returns. Physical traces translate a virtual range page by page and
+// refuse one longer than kMaxTranslatedRange (InvalidArgument).
+inline constexpr std::uint64_t kMaxTranslatedRange = std::uint64_t(1) << 30;
 
 // Last write overlapping [address, address+length) by an event < before.
 Expected<std::optional<Access>> LastWrite(const Trace& trace, Address address, std::uint64_t length,

@@ -1,6 +1,8 @@
 #include "formats/bap/bap_reader.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "formats/bap/bap_format.h"
@@ -8,6 +10,18 @@
 
 namespace backstep::core {
 namespace {
+
+// The meta frame's time (seconds, a double): whole seconds when it fits a
+// long long, else the double as written (a file can hold any value; the
+// conversion of an out-of-range double is undefined behaviour).
+std::string TimeText(double t) {
+  if (std::isfinite(t) && t >= -9.2e18 && t <= 9.2e18) {
+    return std::to_string(static_cast<long long>(t));
+  }
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g (out of range)", t);
+  return text;
+}
 
 std::span<const std::uint8_t> Bytes(const std::string& s) {
   return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
@@ -92,7 +106,7 @@ void BapReader::FillHeader() {
     p.emplace_back("target", Printable(m.target().path()));
     if (m.target().args_size() != 0) p.emplace_back("target args", Joined(m.target().args()));
     p.emplace_back("user", Printable(m.user()) + "@" + Printable(m.host()));
-    p.emplace_back("time", std::to_string(static_cast<long long>(m.time())));
+    p.emplace_back("time", TimeText(m.time()));
   }
   std::string first;
   for (const auto& [tid, regs] : initial_) {

@@ -59,6 +59,16 @@ TEST(BapReaderTest, TheRegistrySniffsAndWritesBap) {
   EXPECT_TRUE(OpenTraceSource(MemorySource(other, "o.frames")).status().IsUnsupported());
 }
 
+// A meta time far outside a long long is shown as written (converting it
+// would be undefined behaviour).
+TEST(BapReaderTest, HugeMetaTimeIsShownAsWritten) {
+  auto meta = testing::BapMeta();
+  meta.set_time(-2.17e122);
+  auto r = OpenBytes(testing::HandBapFile(testing::SmallBapFrames(), {}, meta), "t.frames");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Property((*r)->header(), "time"), "-2.17e+122 (out of range)");
+}
+
 TEST(BapReaderTest, HeaderAndInitialState) {
   auto r = OpenBytes(testing::SmallBapTrace(), "small.frames");
   ASSERT_TRUE(r.ok()) << r.status().ToString();

@@ -39,6 +39,8 @@ namespace backstep::gdbstub {
 // Makes the target of a new client. Called on the I/O thread.
 using TargetFactory = std::function<core::Expected<std::unique_ptr<Target>>()>;
 
+inline constexpr std::size_t kDefaultMaxConnections = 64;
+
 struct ServerOptions {
   // Where to log packets; empty: no log. The file is truncated.
   std::string log_path;
@@ -47,6 +49,11 @@ struct ServerOptions {
   // Human-readable events ("client 1 connected from 127.0.0.1:40312");
   // called on the I/O thread. Empty: silent.
   std::function<void(const std::string&)> notice;
+  // Connections served at once (each has a thread and a cursor); a client
+  // beyond it is closed at once, with a notice. A connection whose thread
+  // cannot be created (process or memory limits) is refused the same way:
+  // the server and the other clients go on.
+  std::size_t max_connections = kDefaultMaxConnections;
 };
 
 class Server {

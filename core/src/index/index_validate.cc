@@ -1,0 +1,90 @@
+// Structural checks of a mapped index, run once by TraceIndex::Parse after
+// the checksum matched. The checksum only proves the file is what some
+// writer wrote, and anyone can compute it: every count and offset that a
+// query later follows without checking is checked here against the file,
+// with multiplications that cannot wrap. Entry bytes themselves are decoded
+// with bounded readers (index_format.h) rather than checked here, so opening
+// costs one pass over the records, not over the data.
+#include <string>
+
+#include "index/trace_index.h"
+#include "util/hex.h"
+
+namespace backstep::core {
+
+bool TraceIndex::InFile(std::uint64_t offset, std::uint64_t count, std::uint64_t size) const {
+  const std::uint64_t end = bytes_.size() - kFooterSize;
+  return offset <= end && (size == 0 || count <= (end - offset) / size);
+}
+
+Status TraceIndex::CheckThreadsAndRuns() const {
+  auto corrupt = [](const std::string& what) { return Status::Corruption("index: " + what); };
+  if (dir_.event_count > 0 && dir_.run_count == 0) return corrupt("events without runs");
+  std::uint64_t previous = 0;
+  for (std::uint64_t r = 0; r < dir_.run_count; ++r) {
+    const auto run = Rec<RunRecord>(runs_, r);
+    if (run.thread_index >= dir_.thread_count || run.first_event < previous ||
+        (r == 0 && run.first_event != 0)) {
+      return corrupt("bad run " + std::to_string(r));
+    }
+    previous = run.first_event;
+  }
+  for (std::uint64_t i = 0; i < dir_.thread_count; ++i) {
+    const ThreadRecord t = thread(i);
+    for (std::uint64_t j = 0; j < t.run_count; ++j) {
+      if (LoadRecord<std::uint64_t>(bytes_.data() + t.runs_offset + 8 * j) >= dir_.run_count) {
+        return corrupt("bad run list of thread " + std::to_string(i));
+      }
+    }
+  }
+  return Status();
+}
+
+Status TraceIndex::CheckSegmentData(std::uint64_t s) const {
+  const SegmentRecord seg = segment(s);
+  auto corrupt = [s](const std::string& what) {
+    return Status::Corruption("index: segment " + std::to_string(s) + ": " + what);
+  };
+  for (std::uint64_t i = 0; i < seg.pc_count; ++i) {
+    const auto rec = Rec<PcRecord>(bytes_.data() + seg.pcs_offset, i);
+    const std::uint64_t blocks = rec.count / kPostingsPerBlock + 1;
+    if (rec.count == 0 || !InFile(rec.skips_offset, blocks, sizeof(SkipRecord)) ||
+        !InFile(rec.data_offset, 0, 0)) {
+      return corrupt("bad pc record " + std::to_string(i));
+    }
+    for (std::uint64_t b = 0; b * kPostingsPerBlock < rec.count; ++b) {
+      const auto skip = Rec<SkipRecord>(bytes_.data() + rec.skips_offset, b);
+      if (skip.data_rel > bytes_.size() || !InFile(rec.data_offset + skip.data_rel, 0, 0)) {
+        return corrupt("bad postings of pc " + HexU64(rec.pc));
+      }
+    }
+  }
+  for (int list = 0; list < kAccessListCount; ++list) {
+    const ListRecord l = seg.lists[list];
+    for (std::uint64_t i = 0; i < l.page_count; ++i) {
+      const auto page = Rec<PageRecord>(bytes_.data() + l.pages_offset, i);
+      if (!InFile(page.blocks_offset, page.block_count, sizeof(BlockRecord)) ||
+          !InFile(page.snapshots_offset, page.snapshot_count, sizeof(SnapshotRecord))) {
+        return corrupt("bad page record " + std::to_string(i));
+      }
+      for (std::uint64_t b = 0; b < page.block_count; ++b) {
+        const auto block = Rec<BlockRecord>(bytes_.data() + page.blocks_offset, b);
+        // An entry takes at least 3 bytes (event delta, head): the decode
+        // of a block stays inside its data.
+        if (!InFile(block.data_offset, block.data_size, 1) ||
+            std::uint64_t(block.entry_count) * 3 > block.data_size) {
+          return corrupt("bad block " + std::to_string(b) + " of page " + std::to_string(i));
+        }
+      }
+      for (std::uint64_t k = 0; k < page.snapshot_count; ++k) {
+        const auto snap = Rec<SnapshotRecord>(bytes_.data() + page.snapshots_offset, k);
+        if (snap.block_index > page.block_count || !InFile(snap.data_offset, kSnapshotSize, 1)) {
+          return corrupt("bad snapshot " + std::to_string(k) + " of page " + std::to_string(i));
+        }
+      }
+    }
+  }
+  return Status();
+}
+
+}  // namespace backstep::core

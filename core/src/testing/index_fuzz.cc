@@ -1,0 +1,147 @@
+// Fuzzes the index reader: the input is an index file of a fixed generated
+// trace, sealed (identity and checksum made valid, see index_fuzz.h) so that
+// the structural checks of TraceIndex::Parse and the bounded decoders are
+// what stands between the bytes and the queries. Each accepted index is
+// queried the way a cursor and the searches do: threads and runs, keyframe
+// registers, clears, the pc index, every access list on a few pages.
+#include "backstep/testing/index_fuzz.h"
+
+#include <cstring>
+#include <memory>
+
+#include "backstep/core/register_file.h"
+#include "backstep/testing/fake_trace.h"
+#include "backstep/testing/fake_trace_generator.h"
+#include "index/index_builder.h"
+#include "index/index_hash.h"
+#include "index/index_sink.h"
+#include "index/trace_index.h"
+
+namespace backstep::core::testing {
+namespace {
+
+constexpr std::uint64_t kInterval = 50;
+volatile std::uint64_t sink;  // keeps the answers from being optimized away
+
+struct Fixture {
+  std::shared_ptr<const ByteSource> trace;
+  std::unique_ptr<TraceReader> reader;
+  IndexIdentity identity;
+};
+
+const Fixture& TheFixture() {
+  static const Fixture* fixture = [] {
+    FakeTraceOptions o;
+    o.events = 300;
+    o.threads = 2;
+    o.records_reads = true;
+    o.clears = true;
+    o.full_image = false;
+    auto* f = new Fixture;
+    f->trace = FakeTraceSource(GenerateFakeTrace(o), "fuzz.fake");
+    f->reader = std::move(OpenFakeTrace(f->trace).value());
+    f->identity.trace_size = f->trace->data().size();
+    f->identity.trace_hash = TraceHash(f->trace->data());
+    f->identity.format = f->reader->header().format;
+    f->identity.keyframe_interval = kInterval;
+    f->identity.arch_signature = ArchSignature(*f->reader->header().arch);
+    return f;
+  }();
+  return *fixture;
+}
+
+void Query(const TraceIndex& index, const ArchDescription& arch) {
+  const std::uint64_t n = index.event_count();
+  std::uint64_t total = 0;
+  for (std::uint64_t e : {std::uint64_t(0), n / 2, n ? n - 1 : 0}) {
+    if (e < n) total += index.ThreadIndexAt(e);
+    for (std::size_t t = 0; t < index.thread_count(); ++t) {
+      total += index.NextEventOfThread(t, e).value_or(1);
+      total += index.PrevEventOfThread(t, e + 1).value_or(2);
+    }
+    total += index.LastMemoryClearBefore(e).value_or(3) + index.NextMemoryClearFrom(e).value_or(4);
+  }
+  std::vector<RegisterFile> files(index.thread_count(), RegisterFile(arch));
+  for (std::uint64_t k = 0; k < index.keyframe_count() && k < 16; ++k) {
+    index.RestoreKeyframe(k, files);
+    total += index.KeyframeReaderPosition(k).offset;
+  }
+  for (Address pc : {Address(0x401000), Address(0x401004), Address(0x401010)}) {
+    total += index.NextPc(pc, 0).value_or(5) + index.PrevPc(pc, n).value_or(6);
+    total += index.CountPc(pc, 0, n) + index.NextPcInRange(pc, pc + 64, 0).value_or(7);
+  }
+  for (int list = 0; list < kAccessListCount; ++list) {
+    const auto kind = static_cast<AccessListKind>(list);
+    for (std::uint64_t page : index.ListedPages(kind, 0, ~std::uint64_t(0) >> kPageBits)) {
+      if (page > 64) break;  // a few pages, whichever the index lists first
+      const Address lo = page << kPageBits, hi = lo + kPageSize;
+      if (auto hit = index.NextAccess(kind, lo, hi, 0, nullptr); hit.ok() && *hit) {
+        total += (*hit)->entry.length;
+        const auto piece = index.FindPiece(kind, page, (*hit)->entry.event, 0);
+        total += piece ? piece->entry.length : 0;
+      }
+      if (auto hit = index.PrevAccess(kind, lo, hi, n, nullptr); hit.ok() && *hit) {
+        total += (*hit)->data[0] * std::uint64_t((*hit)->entry.length > 0);
+      }
+      index.ScanAccesses(kind, lo, hi, 0, n, [&](const AccessHit& h) {
+        for (std::uint32_t i = 0; i < h.entry.length; ++i) total += h.data[i];
+        return true;
+      });
+      std::uint8_t values[kPageSize], known[kPageSize] = {};
+      index.WriteState(lo, hi, 0, n, values, known);
+      index.InferredState(lo, hi, 0, n, values, known);
+      for (std::uint64_t i = 0; i < kPageSize; ++i) total += known[i] ? values[i] : 0;
+    }
+  }
+  sink = total;
+}
+
+}  // namespace
+
+void SealIndex(std::vector<std::uint8_t>& bytes) {
+  if (bytes.size() < kHeaderSize + kFooterSize) return;
+  const IndexIdentity& id = TheFixture().identity;
+  auto header = LoadRecord<IndexHeader>(bytes.data());
+  header.trace_size = id.trace_size;
+  header.trace_mtime_ns = id.trace_mtime_ns;
+  header.trace_hash = id.trace_hash;
+  header.keyframe_interval = id.keyframe_interval;
+  header.arch_signature = id.arch_signature;
+  std::memset(header.format, 0, sizeof(header.format));
+  std::memcpy(header.format, id.format.data(), std::min(id.format.size(), sizeof(header.format)));
+  std::memcpy(bytes.data(), &header, sizeof(header));
+  const std::size_t footer_at = bytes.size() - kFooterSize;
+  auto footer = LoadRecord<IndexFooter>(bytes.data() + footer_at);
+  footer.file_size = bytes.size();
+  if (footer.directory_offset <= footer_at)
+    footer.directory_size = footer_at - footer.directory_offset;
+  Hash64 hash;
+  hash.Update({bytes.data(), footer_at});
+  std::memcpy(bytes.data() + footer_at, &footer, sizeof(footer));
+  hash.Update({bytes.data() + footer_at, 24});
+  footer.checksum = hash.Digest();
+  std::memcpy(bytes.data() + footer_at, &footer, sizeof(footer));
+}
+
+int FuzzIndex(const std::uint8_t* data, std::size_t size) {
+  const Fixture& f = TheFixture();
+  std::vector<std::uint8_t> bytes(data, data + size);
+  SealIndex(bytes);
+  if (!ValidateIndex(bytes, f.identity).empty()) return 0;
+  auto owned = std::make_shared<std::vector<std::uint8_t>>(std::move(bytes));
+  auto index = TraceIndex::Open(owned, *owned, f.trace->data());
+  if (!index.ok()) return 0;
+  Query(**index, *f.reader->header().arch);
+  return 0;
+}
+
+std::vector<std::vector<std::uint8_t>> IndexSeedFiles() {
+  const Fixture& f = TheFixture();
+  auto reader = OpenFakeTrace(f.trace);
+  VectorIndexSink out;
+  IndexBuildOptions options;
+  if (!reader.ok() || !BuildIndex(**reader, f.identity, options, out).ok()) return {};
+  return {out.bytes()};
+}
+
+}  // namespace backstep::core::testing
