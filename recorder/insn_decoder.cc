@@ -412,6 +412,9 @@ void InsnDecoder::DecodeInto(core::Address pc, std::span<const std::uint8_t> byt
     case X86_INS_RDTSCP:
       d->rdtscp = true;
       break;
+    case X86_INS_CPUID:
+      d->cpuid = true;
+      break;
     case X86_INS_INT3:
     case X86_INS_INT:
     case X86_INS_INT1:

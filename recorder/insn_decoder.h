@@ -67,6 +67,7 @@ struct Decoded {
   bool string_write = false;  // stos/movs: writes between rdi before and after
   bool pop = false;           // memory operands use rsp after the pop
   bool rdtsc = false, rdtscp = false;
+  bool cpuid = false;
   bool breakpoint = false;  // int3/int1/int n
   bool unknown_writes = false;
   bool unknown_reads = false;  // VSIB gathers

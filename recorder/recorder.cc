@@ -129,7 +129,7 @@ class Session {
   // Runs the kernel's delivery of a signal the program handles (stopping at
   // the handler's first instruction) and records it.
   core::Status DeliverHandled(core::Address pc, const Decoded& d, int sig, bool* done);
-  Traps traps() const { return {options_.spawn.trap_rdtsc, options_.portable_cpuid}; }
+  Traps traps() const { return {options_.spawn.trap_rdtsc, cpuid_faults_}; }
   core::Status EmulateRdtsc(core::Address pc, const Decoded& d);
   core::Status EmulateSyscallFailure(core::Address pc, const Decoded& d, std::int64_t error);
   // Reads `ranges` into writes_ (and the shadow).
@@ -186,6 +186,7 @@ class Session {
   std::vector<std::uint8_t> read_data_;  // contents (or zeros) of reads_
   std::vector<core::MemoryAccess> reads_;
   int pending_signal_ = 0;
+  bool cpuid_faults_ = false;  // --cpuid portable through CPUID faulting (Start)
   core::Address last_pc_ = 0;
   std::vector<Thread> threads_;
   std::size_t current_ = 0;
@@ -195,9 +196,10 @@ class Session {
 };
 
 core::Status Session::Start() {
-  if (options_.portable_cpuid) {
-    if (core::Status s = EnableCpuidFaulting(tracee_); !s.ok()) return s;
-  }
+  // Without CPUID faulting (a CPU lacking cpuid_fault), --cpuid portable is
+  // kept by answering each cpuid the stepper is about to execute (StepOnce):
+  // this engine sees every instruction before the CPU runs it.
+  if (options_.portable_cpuid) cpuid_faults_ = EnableCpuidFaulting(tracee_).ok();
   if (core::Status s = tracee_.GetRegs(&regs_); !s.ok()) return s;
   if (core::Status s = tracee_.GetXState(&xstate_); !s.ok()) return s;
   slots_.resize(layout_.count());
@@ -304,6 +306,12 @@ core::Status Session::StepOnce(bool* done) {
       t.parked_insn = decoded;
       return core::Status::Ok();
     }
+  }
+  if (options_.portable_cpuid && !cpuid_faults_ && decoded.cpuid && pending_signal_ == 0) {
+    user_regs_struct after = regs_;  // answered from the portable table, not run
+    AnswerCpuid(&after);
+    if (core::Status s = tracee_.SetRegs(after); !s.ok()) return s;
+    return OnStepped(pc, decoded);
   }
   // Following the child: the parent, detached at the fork event (where no
   // system call can be run in it), loses the traps now.

@@ -81,8 +81,9 @@ struct RecordOptions {
   // Give the reads' contents (read from the tracee and the trace's view of
   // writable memory: one more memory read per instruction); else zeros.
   bool read_values = false;
-  // --cpuid portable: the program sees PortableCpuid() (cpuid.h) through
-  // CPUID faulting instead of the host's CPUID.
+  // --cpuid portable: the program sees PortableCpuid() (cpuid.h) instead of
+  // the host's CPUID: through CPUID faulting where the CPU has it, otherwise
+  // by answering each cpuid the single-stepper is about to execute.
   bool portable_cpuid = false;
   // --no-vdso: the program does not see the vDSO (vdso.h), its clock
   // functions make system calls (implied by the emu engine; set it with the
