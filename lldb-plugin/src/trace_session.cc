@@ -3,8 +3,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "backstep/gdbstub/process_image.h"
-
 namespace backstep::lldb_plugin {
 
 core::Expected<std::unique_ptr<TraceSession>> TraceSession::Create(const Options& options) {
@@ -14,19 +12,9 @@ core::Expected<std::unique_ptr<TraceSession>> TraceSession::Create(const Options
                             core::Trace::Open(options.trace_path));
   session->trace_ = trace;
   session->event_count_ = trace->event_count();
-  auto auxv = gdbstub::RecordedAuxv(*trace);
-  if (auxv.ok()) {
-    session->target_options_.auxv = std::move(*auxv);
-  } else if (!options.program.empty()) {
-    // No recorded auxv (REVEN, tfile): LLDB still needs AT_ENTRY/AT_PHDR to
-    // slide a PIE (rsp.md §11).
-    BACKSTEP_ASSIGN_OR_RETURN(session->target_options_.auxv,
-                              gdbstub::SynthesizeAuxv(*trace, options.program));
-  }
-  session->program_ = !options.program.empty()
-                          ? options.program
-                          : gdbstub::RecordedExecutablePath(*trace, session->target_options_.auxv);
-  session->target_options_.exe_path = session->program_;
+  BACKSTEP_ASSIGN_OR_RETURN(session->target_options_,
+                            gdbstub::ServeOptionsFor(*trace, options.program));
+  session->program_ = session->target_options_.exe_path;
   return session;
 }
 

@@ -28,9 +28,11 @@ import util  # noqa: E402
 
 _parser = argparse.ArgumentParser()
 _parser.add_argument("--plugin", required=True)
+_parser.add_argument("--make-avx512", required=True)
 _args, _rest = _parser.parse_known_args()
 sys.argv[1:] = _rest
 PLUGIN = os.path.abspath(_args.plugin)
+MAKE_AVX512 = _args.make_avx512
 PROGRAMS = recorded.programs_dir_from_argv()
 L = recorded.LINES
 
@@ -404,6 +406,30 @@ class OtherFormats(unittest.TestCase):
         self.assertEqual(self.lldb.when(), hit)
         self.lldb.run("rsi")
         self.assertEqual(self.lldb.when(), hit - 1)
+
+
+class Avx512(unittest.TestCase):
+    """The served register set is the same in every front end: a trace with
+    AVX-512 state has k0-7 and xmm16-31 in the plugin as in `backstep serve`."""
+
+    def test_avx512_registers_in_the_plugin_and_over_gdb_remote(self):
+        env = util.Env.from_argv()
+        path = os.path.join(env.dir, "avx512.ucir")
+        facts = dict(line.split() for line in util.run([MAKE_AVX512, path]).splitlines())
+        expected_k1 = int(facts["k1"], 16)
+        xmm17 = int(facts["xmm17"], 16).to_bytes(16, "little")
+        expected_xmm17 = "{%s}" % " ".join("0x%02x" % b for b in xmm17)
+        debugger = Lldb()
+        try:
+            debugger.run("backstep open " + path)
+            plugin = debugger.run("register read k1 xmm17")
+        finally:
+            debugger.close()
+        with util.Server(env, util.Trace(path, {})) as server:
+            remote = util.lldb(env, server, ["register read k1 xmm17"])
+        for out in (plugin, remote):
+            self.assertEqual(util.values(r"^\s+k1 = (0x[0-9a-f]+)$", out), [expected_k1], out)
+            util.expect(self, r"^\s+xmm17 = %s$" % re.escape(expected_xmm17), out, count=1)
 
 
 class GdbSampleTfile(unittest.TestCase):

@@ -62,6 +62,16 @@ struct TraceTargetOptions {
   bool watch_only_changes = true;
 };
 
+// What every front end (`backstep serve`, the LLDB plugin) serves for
+// `trace`: the register layout (the default one, plus gdb's avx512 feature
+// when a thread's initial registers know k0, as `backstep record` writes
+// them on an AVX-512 machine), the auxiliary vector (the recorded one; else,
+// when `exe` is given, one synthesized from its ELF headers, so a debugger
+// can relocate a PIE) and the executable's path (`exe`, else the recorded
+// one). Errors: SynthesizeAuxv's (only when the trace recorded no auxv).
+core::Expected<TraceTargetOptions> ServeOptionsFor(const core::Trace& trace,
+                                                   const std::string& exe);
+
 // gdb's reverse-next as one armed move (docs/lldb.md §7): the debugger
 // computes the line rows from its own line tables; the stub un-executes
 // instructions of the current thread until the start of a line, the way gdb
