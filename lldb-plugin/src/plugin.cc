@@ -130,12 +130,29 @@ std::string StopDescription(lldb::SBThread& thread) {
   return std::string(stream.GetData() ? stream.GetData() : "");
 }
 
+// Selects the thread the stub stopped in, as gdb does: after a step LLDB
+// keeps the thread it stepped, though a goto or a reverse-continue may end
+// in another one. Returns the selected thread.
+lldb::SBThread SelectStopThread(Context& c) {
+  if (c.session->serving()) c.process.SetSelectedThreadByID(c.session->stop_thread());
+  return c.process.GetSelectedThread();
+}
+
 // Triggers the armed move with one instruction step and reports the stop.
 bool Trigger(Context& c, lldb::SBCommandReturnObject& result) {
   lldb::SBError error;
   c.thread.StepInstruction(false, error);
   if (error.Fail()) return Fail(result, std::string("step failed: ") + error.GetCString());
-  return Succeed(result, StopDescription(c.thread));
+  lldb::SBThread thread = SelectStopThread(c);
+  if (thread.IsValid() && thread.GetThreadID() != c.thread.GetThreadID() && c.session->serving()) {
+    // LLDB keeps the old stop reason of a thread it did not resume: step
+    // the stopping thread in place so that its stop says where it is.
+    c.session->controller().ArmGoto(c.session->controller().position());
+    thread.StepInstruction(false, error);
+    if (error.Fail()) return Fail(result, std::string("step failed: ") + error.GetCString());
+    thread = SelectStopThread(c);
+  }
+  return Succeed(result, StopDescription(thread));
 }
 
 std::optional<std::uint64_t> ParseUnsigned(const std::string& text) {
@@ -236,7 +253,7 @@ bool ReverseContinue(lldb::SBDebugger debugger, const Args& args,
     lldb::SBError error = c.process.Continue();
     controller.SetDirection(core::Direction::kForward);
     if (error.Fail()) return Fail(result, std::string("continue failed: ") + error.GetCString());
-    lldb::SBThread thread = c.process.GetSelectedThread();
+    lldb::SBThread thread = SelectStopThread(c);
     return Succeed(result, StopDescription(thread));
   });
 }

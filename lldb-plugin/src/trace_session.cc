@@ -70,6 +70,8 @@ gdbstub::TraceController& TraceSession::controller() {
   return *gdbstub::AsTraceController(*target_.load());
 }
 
+std::uint64_t TraceSession::stop_thread() { return target_.load()->current_thread().value; }
+
 core::Expected<std::string> TraceSession::Monitor(std::string_view command) {
   gdbstub::MonitorCommands* monitor = target_.load()->monitor_commands();
   if (monitor == nullptr) return core::Status::Unsupported("the target has no monitor commands");
