@@ -15,6 +15,10 @@ core::Expected<std::unique_ptr<TraceSession>> TraceSession::Create(const Options
   BACKSTEP_ASSIGN_OR_RETURN(session->target_options_,
                             gdbstub::ServeOptionsFor(*trace, options.program));
   session->program_ = session->target_options_.exe_path;
+  // A pid of its own: LLDB refuses a second connection to a pid that one
+  // of its targets debugs ("Process 1 is currently being debugged").
+  static std::atomic<std::uint64_t> next_pid{1};
+  session->target_options_.pid = next_pid.fetch_add(1);
   return session;
 }
 

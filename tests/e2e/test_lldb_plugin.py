@@ -247,6 +247,21 @@ class Recorded:
         self.assertRegex(last, r"^event %d \(thread 1\) wrote 8 bytes at 0x[0-9a-f]+: 67 00" %
                          writes[2])
 
+    def test_history_max(self):
+        def accesses(text):
+            return re.findall(r"^event \d+ \(thread 1\) .*$", text, re.M)
+        full = accesses(self.lldb.run("backstep history &counter 8"))
+        self.assertGreater(len(full), 2)
+        out = self.lldb.run("backstep history &counter 8 --max 2")
+        self.assertEqual(accesses(out), full[:2], out)
+        self.assertIn("use --max N", out)
+        out = self.lldb.run("backstep history --max %d &counter 8" % len(full))
+        self.assertEqual(accesses(out), full, out)
+        self.assertNotIn("use --max N", out)
+        for bad in ["--max 0", "--max", "--max x"]:
+            out = self.lldb.run("backstep history &counter 8 " + bad, ok=False)
+            self.assertIn("usage: backstep history ADDR [LEN] [--max N]", out)
+
     # ---- goto / when / info
 
     def test_goto_when_info(self):
@@ -488,6 +503,31 @@ class BatchScript(unittest.TestCase):
         self.assertGreater(positions[0], positions[1])
         self.assertRegex(out, r"accumulate\(i=1\) at scenario\.c:%d" % L["accumulate-call"])
         self.assertNotIn("error:", out)
+
+
+@unittest.skipIf(ASAN_PRELOADED, "lldb-19 --batch hangs in setlocale() with libasan preloaded")
+class BatchTwoTraces(unittest.TestCase):
+    """Several traces open at once through the `backstep open` command."""
+
+    def test_second_open_in_the_same_debugger(self):
+        env = util.Env.from_argv()
+        static = recorded.record(env, PROGRAMS, "O0_static")
+        pie = recorded.record(env, PROGRAMS, "O0_pie")
+        path = os.path.join(env.dir, "two.lldb")
+        with open(path, "w") as f:
+            f.write("plugin load %s\n" % PLUGIN)
+            f.write("backstep open %s %s\n" % (static.program, static.trace.path))
+            f.write("backstep goto 700\n")
+            f.write("backstep open %s %s\n" % (pie.program, pie.trace.path))
+            f.write("backstep goto 500\nbackstep when\ntarget list\n")
+            f.write("target select 0\nbackstep when\n")
+        out = util.run(["lldb-19", "--batch", "-o", "command source -e false " + path],
+                       check=False)
+        self.assertNotIn("error:", out)
+        self.assertEqual([int(p) for p in re.findall(r"^position (\d+) of", out, re.M)],
+                         [500, 700], out)
+        self.assertRegex(out, r"target #0: \S+scenario_O0_static .*state=stopped")
+        self.assertRegex(out, r"target #1: \S+scenario_O0_pie .*state=stopped")
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ class TraceTarget final : public Target,
       std::shared_ptr<const core::Trace> trace, TraceTargetOptions options);
 
   // ---- Target
+  std::uint64_t pid() override { return options_.pid; }
   // From the architecture table: "<cpu>-pc-linux-gnu", its pointer size.
   const HostInfo* host_info() override { return &host_info_; }
   RegisterLayout register_layout() override;

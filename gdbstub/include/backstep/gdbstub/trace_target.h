@@ -60,6 +60,10 @@ struct TraceTargetOptions {
   // `watch` reports only value-changing writes (gdb resumes silently on an
   // unchanged value anyway); switchable with `monitor watch-filter`.
   bool watch_only_changes = true;
+  // The process id the client sees (non-zero). LLDB refuses to connect a
+  // second target to a pid one of its targets already debugs: the plugin
+  // gives each open trace its own.
+  std::uint64_t pid = 1;
 };
 
 // What every front end (`backstep serve`, the LLDB plugin) serves for
