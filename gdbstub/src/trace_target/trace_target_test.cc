@@ -39,7 +39,7 @@ class TraceTargetReven : public ::testing::Test {
   }
   void GoTo(std::uint64_t p) {
     target_->ArmGoto(Position(p));
-    EXPECT_EQ(Forward(ResumeKind::kStep), StopReason(DoneStep{}));
+    EXPECT_EQ(Forward(ResumeKind::kStep), StopReason(MoveDone{Position(p)}));
     ASSERT_EQ(target_->position(), Position(p));
   }
   std::uint64_t Pc() {
