@@ -19,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
@@ -445,6 +446,40 @@ class Avx512(unittest.TestCase):
         for out in (plugin, remote):
             self.assertEqual(util.values(r"^\s+k1 = (0x[0-9a-f]+)$", out), [expected_k1], out)
             util.expect(self, r"^\s+xmm17 = %s$" % re.escape(expected_xmm17), out, count=1)
+
+
+class Interrupt(unittest.TestCase):
+    """SBProcess.SendAsyncInterrupt (Ctrl-C in lldb-19) stops a long move at
+    once, and the session goes on from there."""
+
+    def test_interrupt_a_long_step_loop(self):
+        env = util.Env.from_argv()
+        path = os.path.join(env.dir, "long.bin")
+        util.run([env.make_example, path, "--events", "200000", "--seed", "5"])
+        util.run([env.backstep, "index", path])
+        debugger = Lldb()
+        try:
+            debugger.run("backstep open " + path)
+            # 190,000 instruction steps, one stop each: minutes without
+            # the interrupt.
+            done = threading.Event()
+            outcome = {}
+
+            def steps():
+                outcome["out"] = debugger.run("thread step-inst -c 190000", ok=None)
+                done.set()
+            worker = threading.Thread(target=steps, daemon=True)
+            worker.start()
+            time.sleep(1)
+            debugger.debugger.GetSelectedTarget().GetProcess().SendAsyncInterrupt()
+            self.assertTrue(done.wait(util.STEP_TIMEOUT), "the interrupt did not stop the steps")
+            stopped = debugger.when()
+            self.assertGreater(stopped, 0, outcome["out"])
+            self.assertLess(stopped, 190000, outcome["out"])
+            debugger.run("backstep rsi")
+            self.assertEqual(debugger.when(), stopped - 1)
+        finally:
+            debugger.close()
 
 
 class GdbSampleTfile(unittest.TestCase):

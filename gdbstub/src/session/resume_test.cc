@@ -176,6 +176,20 @@ TEST(ResumeTest, InterruptAfterACompletedStepStopsTheNextResume) {
   EXPECT_EQ(wire.Ask("s"), Stop(0x401008));
 }
 
+// LLDB sends 0x03 between the steps of a plan, after the stop reply it
+// counts as the interrupt's answer: its next resume must run.
+TEST(ResumeTest, LldbLateInterruptIsDropped) {
+  FakeTarget target;
+  Wire wire(target);
+  wire.Ask("QStartNoAckMode");
+  wire.Ask("QListThreadsInStopReply");
+  std::vector<std::string> writes = wire.Feed("$s#73\x03");
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_TRUE(wire.Feed("\x03").empty());
+  EXPECT_EQ(wire.Ask("s").substr(0, 3), "T05");
+  EXPECT_EQ(target.resume_count, 2);
+}
+
 // A target whose continue runs until interrupted.
 class EndlessTarget : public FakeTarget {
  public:
