@@ -139,6 +139,21 @@ lldb::SBThread SelectStopThread(Context& c) {
   return c.process.GetSelectedThread();
 }
 
+// LLDB stops at our `exception` stop reason (stop_reason.h) but keeps the
+// instruction-step plans of the trigger on the threads' plan stacks (a
+// non-forced discard spares controlling plans): a later `continue` would
+// first finish them, one instruction on. Discard them on every thread.
+void DiscardStepPlans(Context& c) {
+  lldb::SBThread selected = c.process.GetSelectedThread();
+  lldb::SBCommandInterpreter interpreter = c.target.GetDebugger().GetCommandInterpreter();
+  for (std::uint32_t i = 0; i < c.process.GetNumThreads(); ++i) {
+    c.process.SetSelectedThread(c.process.GetThreadAtIndex(i));
+    lldb::SBCommandReturnObject ignored;  // fails when only the base plan is left
+    interpreter.HandleCommand("thread plan discard 1", ignored);
+  }
+  c.process.SetSelectedThread(selected);
+}
+
 // Triggers the armed move with one instruction step and reports the stop.
 bool Trigger(Context& c, lldb::SBCommandReturnObject& result) {
   lldb::SBError error;
@@ -153,6 +168,7 @@ bool Trigger(Context& c, lldb::SBCommandReturnObject& result) {
     if (error.Fail()) return Fail(result, std::string("step failed: ") + error.GetCString());
     thread = SelectStopThread(c);
   }
+  DiscardStepPlans(c);
   return Succeed(result, StopDescription(thread));
 }
 

@@ -37,11 +37,17 @@ _parser = argparse.ArgumentParser()
 _parser.add_argument("--plugin", required=True)
 _parser.add_argument("--programs", required=True)
 _parser.add_argument("--inventory", required=True)
+_parser.add_argument("--make-x64dbg", required=True)
+_parser.add_argument("--make-bap", required=True)
 _args, _rest = _parser.parse_known_args()
 sys.argv[1:] = _rest
 PLUGIN = os.path.abspath(_args.plugin)
 PROGRAMS = _args.programs
 INVENTORY = os.path.abspath(_args.inventory)
+MAKE_X64DBG = _args.make_x64dbg
+MAKE_BAP = _args.make_bap
+SAMPLE_TFILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared",
+                            "samples", "gdb_tfile", "stepping_amd64.tf")
 sys.path.insert(0, subprocess.run(["lldb-19", "-P"], stdout=subprocess.PIPE, text=True,
                                   check=True).stdout.strip())
 import lldb  # noqa: E402
@@ -98,7 +104,7 @@ def gdb_commands(step):
 def gdb_session(program, trace, session, names, backstep):
     """[(position, thread, pc, {name: value})] after each step."""
     argv = ["gdb", "-q", "-batch", "-nx", "-ex", "set pagination off", "-ex", "set confirm off",
-            "-ex", "file " + program,
+            "-ex", "file " + program if program else "set architecture i386:x86-64",
             "-ex", "target remote | %s serve --stdio %s" % (backstep, trace)]
     report = ["echo @@STOP\\n", "monitor when", "thread",
               "printf \"pc=0x%lx\\n\", $pc"]
@@ -157,6 +163,18 @@ class Lldb:
             values[n] = value.GetValueAsSigned() if value.GetError().Success() else None
         return (position, thread.GetThreadID(), thread.GetFrameAtIndex(0).GetPC(), values)
 
+    def discard_step_plans(self):
+        """LLDB keeps the plan of a `thread step-inst` that ended with the
+        stub's `exception` stop (an armed move): a later `continue` would
+        finish it first. `thread plan discard 1` on every thread, as the
+        plugin does (docs)."""
+        process = self.debugger.GetSelectedTarget().GetProcess()
+        selected = process.GetSelectedThread()
+        for thread in process:
+            process.SetSelectedThread(thread)
+            self.interpreter.HandleCommand("thread plan discard 1", lldb.SBCommandReturnObject())
+        process.SetSelectedThread(selected)
+
     def close(self):
         lldb.SBDebugger.Destroy(self.debugger)
 
@@ -199,10 +217,11 @@ def lldb_session(program, trace, session, names, server=None):
     try:
         if server is None:
             debugger.run("plugin load " + PLUGIN)
-            debugger.run("backstep open %s %s" % (program, trace))
+            debugger.run("backstep open %s %s" % (program or "", trace))
             when, table = "backstep when", PLUGIN_COMMANDS
         else:
-            debugger.run("target create " + program)
+            if program:
+                debugger.run("target create " + program)
             debugger.run("gdb-remote " + server.address())
             when, table = MONITOR + "when", REMOTE_COMMANDS
         stops = []
@@ -210,7 +229,18 @@ def lldb_session(program, trace, session, names, server=None):
             for c in lldb_commands(step, table, server is None):
                 debugger.run(c)
             if step[0] not in ("break", "watch", "delete"):
-                stops.append(debugger.stop(names, parse_position(debugger.run(when))))
+                out = debugger.run(when)
+                if server is not None and step[0] == "goto":
+                    # LLDB's rule: after `thread step-inst` its command line
+                    # selects the thread it stepped, also when the goto
+                    # ended in another one; a user selects the thread the
+                    # monitor names (gdb and the plugin do it themselves).
+                    thread = int(re.search(r"\(thread (\d+)\)", out).group(1))
+                    debugger.debugger.GetSelectedTarget().GetProcess().SetSelectedThreadByID(
+                        thread)
+                if server is not None and step[0] in ("goto", "rstepi"):
+                    debugger.discard_step_plans()
+                stops.append(debugger.stop(names, parse_position(out)))
         return stops, "\n".join(debugger.log)
     finally:
         debugger.close()
@@ -221,7 +251,7 @@ def break_line(mark):
 
 
 class Differential:
-    PROGRAM = None     # path
+    PROGRAM = None     # path (None: the trace names no program)
     NAMES = []         # globals compared at every stop
     EXPECT = None      # what the program prints
 
@@ -325,6 +355,46 @@ class WorkerSignalStatic(WorkerSignal, unittest.TestCase):
 
 class WorkerSignalPie(WorkerSignal, unittest.TestCase):
     PROGRAM = os.path.join(PROGRAMS, "worker_signal_O0_pie")
+
+
+class OtherFormats(Differential, unittest.TestCase):
+    """Traces of no recorded program: a two-thread x64dbg trace and a BAP
+    trace (both written by our writers) and a tfile gdb wrote; positions,
+    threads and pcs in both directions, in every thread, at both ends."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.env = util.Env.from_argv()
+
+    def run_session(self, path, continues=True):
+        util.run([self.env.backstep, "index", path])
+        self.trace = path
+        info = util.run([self.env.backstep, "info", path])
+        ranges = [tuple(map(int, r)) for r in
+                  re.findall(r"^\s+thread \d+: events (\d+)\.\.(\d+)", info, re.M)]
+        session = []
+        for first, last in ranges:
+            session += [("goto", (first + last) // 2), ("stepi",), ("rstepi",), ("rstepi",)]
+        if continues:
+            session += [("continue",), ("stepi",), ("rstepi",), ("rcontinue",), ("rstepi",)]
+        session += [("goto", "end"), ("stepi",), ("goto", 0), ("rstepi",)]
+        self.compare(session)
+
+    def test_x64dbg_two_threads(self):
+        path = os.path.join(self.env.dir, "program.trace64")
+        util.run([MAKE_X64DBG, path])
+        self.run_session(path)
+
+    def test_bap(self):
+        path = os.path.join(self.env.dir, "program.bap")
+        util.run([MAKE_BAP, path])
+        self.run_session(path)
+
+    def test_gdb_tfile(self):
+        path = os.path.join(self.env.dir, "stepping_amd64.tf")  # the index goes next to it
+        with open(SAMPLE_TFILE, "rb") as src, open(path, "wb") as dst:
+            dst.write(src.read())
+        self.run_session(path)
 
 
 if __name__ == "__main__":

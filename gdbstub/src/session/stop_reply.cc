@@ -40,10 +40,12 @@ std::string LldbException(std::string_view description) {
   return "reason:exception;description:" + HexBytes(description) + ';';
 }
 
-// The description of a stop that every thread shares (HistoryEdge,
-// MoveDone), or nullopt.
+// The description of a move every thread shares (MoveDone), or nullopt.
+// NOTE: not for HistoryEdge: LLDB keeps its selected thread when that
+// thread has a stop reason, and a `continue` to the end must select the
+// thread the stop names (a step that reaches an edge names the stepped
+// thread anyway).
 std::optional<std::string> SharedDescription(const StopReason& reason) {
-  if (const auto* edge = std::get_if<HistoryEdge>(&reason)) return EdgeDescription(*edge);
   if (const auto* moved = std::get_if<MoveDone>(&reason)) return MoveDescription(*moved);
   return std::nullopt;
 }

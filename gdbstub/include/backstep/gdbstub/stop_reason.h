@@ -25,8 +25,8 @@
 // reported as LLDB's `exception` stop reason with a description ("end of
 // the recorded history", "moved to position N"), which no LLDB step plan
 // explains, so every LLDB command stops there; with QListThreadsInStopReply
-// (LLDB only) `jstopinfo:` gives every thread that reason, so the stop also
-// ends a step of another thread. gdb ignores both keys.
+// (LLDB only) `jstopinfo:` gives every thread a MoveDone's reason, so a move
+// that ends in another thread also ends the step. gdb ignores these keys.
 //
 // Thread-safety: plain values.
 #pragma once
