@@ -17,7 +17,6 @@
 #include <string>
 
 #include "backstep/core/mapping_guard.h"
-#include "backstep/gdbstub/process_image.h"
 #include "backstep/gdbstub/server.h"
 #include "backstep/gdbstub/trace_target.h"
 #include "cli/cli.h"
@@ -82,31 +81,8 @@ int RunServe(Args& args) {
   if (!trace.ok()) return Fail(trace.status());
   if (Interrupted()) return 1;
 
-  gdbstub::TraceTargetOptions target_options;
-  // A trace that knows AVX-512 state from the start (`backstep record` on an
-  // AVX-512 machine) is served with gdb's avx512 feature too.
-  if (&(*trace)->arch() == &core::X86_64()) {
-    auto reader = (*trace)->NewReader();
-    const core::RegisterId k0 = *core::X86_64().Find("k0");
-    for (const auto& [thread, regs] :
-         reader.ok() ? (*reader)->InitialRegisters()
-                     : std::vector<std::pair<core::ThreadId, core::RegisterFile>>()) {
-      if (regs.known(k0))
-        target_options.features = core::kDefaultX86_64Features | core::kFeatureAvx512;
-    }
-  }
-  auto auxv = gdbstub::RecordedAuxv(**trace);
-  if (auxv.ok()) {
-    target_options.auxv = std::move(*auxv);
-  } else if (exe) {
-    // No recorded auxv (REVEN, tfile): the debugger still needs AT_ENTRY and
-    // AT_PHDR to relocate a PIE and find the dynamic linker's list.
-    auto synthesized = gdbstub::SynthesizeAuxv(**trace, *exe);
-    if (!synthesized.ok()) return Fail(synthesized.status());
-    target_options.auxv = std::move(*synthesized);
-  }
-  target_options.exe_path =
-      exe ? *exe : gdbstub::RecordedExecutablePath(**trace, target_options.auxv);
+  auto target_options = gdbstub::ServeOptionsFor(**trace, exe.value_or(""));
+  if (!target_options.ok()) return Fail(target_options.status());
   std::shared_ptr<const core::Trace> shared = *trace;
   gdbstub::ServerOptions options;
   options.stop_on_signals = true;
@@ -123,7 +99,7 @@ int RunServe(Args& args) {
     };
   }
   auto server = gdbstub::Server::Create(
-      [shared, target_options] { return gdbstub::NewTraceTarget(shared, target_options); },
+      [shared, options = *target_options] { return gdbstub::NewTraceTarget(shared, options); },
       options);
   if (!server.ok()) return Fail(server.status());
 

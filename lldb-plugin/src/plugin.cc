@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "line_rows.h"
@@ -130,12 +131,45 @@ std::string StopDescription(lldb::SBThread& thread) {
   return std::string(stream.GetData() ? stream.GetData() : "");
 }
 
+// Selects the thread the stub stopped in, as gdb does: after a step LLDB
+// keeps the thread it stepped, though a goto or a reverse-continue may end
+// in another one. Returns the selected thread.
+lldb::SBThread SelectStopThread(Context& c) {
+  if (c.session->serving()) c.process.SetSelectedThreadByID(c.session->stop_thread());
+  return c.process.GetSelectedThread();
+}
+
+// LLDB stops at our `exception` stop reason (stop_reason.h) but keeps the
+// instruction-step plans of the trigger on the threads' plan stacks (a
+// non-forced discard spares controlling plans): a later `continue` would
+// first finish them, one instruction on. Discard them on every thread.
+void DiscardStepPlans(Context& c) {
+  lldb::SBThread selected = c.process.GetSelectedThread();
+  lldb::SBCommandInterpreter interpreter = c.target.GetDebugger().GetCommandInterpreter();
+  for (std::uint32_t i = 0; i < c.process.GetNumThreads(); ++i) {
+    c.process.SetSelectedThread(c.process.GetThreadAtIndex(i));
+    lldb::SBCommandReturnObject ignored;  // fails when only the base plan is left
+    interpreter.HandleCommand("thread plan discard 1", ignored);
+  }
+  c.process.SetSelectedThread(selected);
+}
+
 // Triggers the armed move with one instruction step and reports the stop.
 bool Trigger(Context& c, lldb::SBCommandReturnObject& result) {
   lldb::SBError error;
   c.thread.StepInstruction(false, error);
   if (error.Fail()) return Fail(result, std::string("step failed: ") + error.GetCString());
-  return Succeed(result, StopDescription(c.thread));
+  lldb::SBThread thread = SelectStopThread(c);
+  if (thread.IsValid() && thread.GetThreadID() != c.thread.GetThreadID() && c.session->serving()) {
+    // LLDB keeps the old stop reason of a thread it did not resume: step
+    // the stopping thread in place so that its stop says where it is.
+    c.session->controller().ArmGoto(c.session->controller().position());
+    thread.StepInstruction(false, error);
+    if (error.Fail()) return Fail(result, std::string("step failed: ") + error.GetCString());
+    thread = SelectStopThread(c);
+  }
+  DiscardStepPlans(c);
+  return Succeed(result, StopDescription(thread));
 }
 
 std::optional<std::uint64_t> ParseUnsigned(const std::string& text) {
@@ -196,7 +230,11 @@ bool Open(lldb::SBDebugger debugger, const Args& args, lldb::SBCommandReturnObje
   return Synchronously(debugger, [&] {
     lldb::SBCommandReturnObject connect;
     std::string command = "process connect --plugin gdb-remote fd://" + std::to_string(*fd);
-    debugger.GetCommandInterpreter().HandleCommand(command.c_str(), connect);
+    // The new target's context: by default a command nested in `backstep
+    // open` runs in the context of the target selected when it began, and
+    // `process connect` refuses to replace that target's live process.
+    lldb::SBExecutionContext context(target);
+    debugger.GetCommandInterpreter().HandleCommand(command.c_str(), context, connect);
     if (!connect.Succeeded()) {
       std::string why = connect.GetError() ? connect.GetError() : "";
       while (!why.empty() && why.back() == '\n') why.pop_back();
@@ -236,7 +274,7 @@ bool ReverseContinue(lldb::SBDebugger debugger, const Args& args,
     lldb::SBError error = c.process.Continue();
     controller.SetDirection(core::Direction::kForward);
     if (error.Fail()) return Fail(result, std::string("continue failed: ") + error.GetCString());
-    lldb::SBThread thread = c.process.GetSelectedThread();
+    lldb::SBThread thread = SelectStopThread(c);
     return Succeed(result, StopDescription(thread));
   });
 }
@@ -286,23 +324,38 @@ bool Goto(lldb::SBDebugger debugger, const Args& args, lldb::SBCommandReturnObje
 // when, info, history, last-write: answered by the stub's monitor commands.
 bool Query(lldb::SBDebugger debugger, const std::string& name, const Args& args, std::size_t min,
            std::size_t max, const char* usage, bool address, lldb::SBCommandReturnObject& result) {
-  if (args.size() < min || args.size() > max) return Fail(result, std::string("usage: ") + usage);
+  // `--max N` (history) goes to the monitor command as it is.
+  Args positional;
+  std::string max_option;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] != "--max" || std::string_view(usage).find("--max") == std::string_view::npos) {
+      positional.push_back(args[i]);
+      continue;
+    }
+    auto n = i + 1 < args.size() ? ParseUnsigned(args[i + 1]) : std::nullopt;
+    if (!n || *n == 0) return Fail(result, std::string("usage: ") + usage);
+    max_option = " --max " + std::to_string(*n);
+    ++i;
+  }
+  if (positional.size() < min || positional.size() > max)
+    return Fail(result, std::string("usage: ") + usage);
   Context c;
   if (!GetContext(debugger, result, c)) return false;
   std::string command = name;
-  for (std::size_t i = 0; i < args.size(); ++i) {
+  for (std::size_t i = 0; i < positional.size(); ++i) {
+    const std::string& arg = positional[i];
     if (address && i < 2) {
       std::string error;
-      auto value = i == 0 ? Address(c, args[i], error) : ParseUnsigned(args[i]);
+      auto value = i == 0 ? Address(c, arg, error) : ParseUnsigned(arg);
       if (!value || (i == 1 && *value == 0)) {
         return Fail(result, error.empty() ? std::string("usage: ") + usage : error);
       }
       command += " " + std::to_string(*value);
     } else {
-      command += " " + args[i];
+      command += " " + arg;
     }
   }
-  auto out = c.session->Monitor(command);
+  auto out = c.session->Monitor(command + max_option);
   if (!out.ok()) return Fail(result, out.status().message());
   return Succeed(result, *out);
 }
@@ -363,11 +416,11 @@ const CommandSpec kCommands[] = {
      "Print the trace's facts: format, events, threads, position, index.", "backstep info"},
     {"history", nullptr,
      [](lldb::SBDebugger d, const Args& a, lldb::SBCommandReturnObject& r) {
-       return Query(d, "history", a, 1, 2, "backstep history ADDR [LEN]", true, r);
+       return Query(d, "history", a, 1, 2, "backstep history ADDR [LEN] [--max N]", true, r);
      },
-     "List every recorded access to [ADDR, ADDR+LEN) (LEN defaults to 1), oldest first. ADDR "
-     "may be an expression such as &counter.",
-     "backstep history ADDR [LEN]"},
+     "List every recorded access to [ADDR, ADDR+LEN) (LEN defaults to 1), oldest first, at "
+     "most N (default 50). ADDR may be an expression such as &counter.",
+     "backstep history ADDR [LEN] [--max N]"},
     {"last-write", nullptr,
      [](lldb::SBDebugger d, const Args& a, lldb::SBCommandReturnObject& r) {
        return Query(d, "last-write", a, 1, 2, "backstep last-write ADDR [LEN]", true, r);

@@ -3,8 +3,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "backstep/gdbstub/process_image.h"
-
 namespace backstep::lldb_plugin {
 
 core::Expected<std::unique_ptr<TraceSession>> TraceSession::Create(const Options& options) {
@@ -14,19 +12,13 @@ core::Expected<std::unique_ptr<TraceSession>> TraceSession::Create(const Options
                             core::Trace::Open(options.trace_path));
   session->trace_ = trace;
   session->event_count_ = trace->event_count();
-  auto auxv = gdbstub::RecordedAuxv(*trace);
-  if (auxv.ok()) {
-    session->target_options_.auxv = std::move(*auxv);
-  } else if (!options.program.empty()) {
-    // No recorded auxv (REVEN, tfile): LLDB still needs AT_ENTRY/AT_PHDR to
-    // slide a PIE (docs/protocol.md §11).
-    BACKSTEP_ASSIGN_OR_RETURN(session->target_options_.auxv,
-                              gdbstub::SynthesizeAuxv(*trace, options.program));
-  }
-  session->program_ = !options.program.empty()
-                          ? options.program
-                          : gdbstub::RecordedExecutablePath(*trace, session->target_options_.auxv);
-  session->target_options_.exe_path = session->program_;
+  BACKSTEP_ASSIGN_OR_RETURN(session->target_options_,
+                            gdbstub::ServeOptionsFor(*trace, options.program));
+  session->program_ = session->target_options_.exe_path;
+  // A pid of its own: LLDB refuses a second connection to a pid that one
+  // of its targets debugs ("Process 1 is currently being debugged").
+  static std::atomic<std::uint64_t> next_pid{1};
+  session->target_options_.pid = next_pid.fetch_add(1);
   return session;
 }
 
@@ -81,6 +73,8 @@ TraceSession::~TraceSession() {
 gdbstub::TraceController& TraceSession::controller() {
   return *gdbstub::AsTraceController(*target_.load());
 }
+
+std::uint64_t TraceSession::stop_thread() { return target_.load()->current_thread().value; }
 
 core::Expected<std::string> TraceSession::Monitor(std::string_view command) {
   gdbstub::MonitorCommands* monitor = target_.load()->monitor_commands();

@@ -57,6 +57,9 @@ class TraceSession {
   bool serving() const { return target_.load() != nullptr && !finished_.load(); }
   // REQUIRES: serving().
   gdbstub::TraceController& controller();
+  // The thread the last stop reply named (gdb makes it current; LLDB keeps
+  // the thread it stepped). REQUIRES: serving().
+  std::uint64_t stop_thread();
   // Runs a monitor command in-process. REQUIRES: serving().
   core::Expected<std::string> Monitor(std::string_view command);
 

@@ -50,7 +50,8 @@ class ExampleSession(unittest.TestCase):
         self.assertNotIn("error:", self.out)
 
     def test_end_of_the_recording_and_the_broken_count(self):
-        self.find(r"\(lldb\) continue\n(?:.*\n){0,3}\* thread #1, stop reason = signal SIGTRAP\n"
+        self.find(r"\(lldb\) continue\n(?:.*\n){0,3}\* thread #1, stop reason = end of the recorded "
+                  r"history\n"
                   r"\s+frame #0: 0x[0-9a-f]+ inventory`_exit")
         self.find(r"^\s+\[2\] = \(name = \"greengag\", count = 101\)$")
 

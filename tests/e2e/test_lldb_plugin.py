@@ -19,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
@@ -28,9 +29,11 @@ import util  # noqa: E402
 
 _parser = argparse.ArgumentParser()
 _parser.add_argument("--plugin", required=True)
+_parser.add_argument("--make-avx512", required=True)
 _args, _rest = _parser.parse_known_args()
 sys.argv[1:] = _rest
 PLUGIN = os.path.abspath(_args.plugin)
+MAKE_AVX512 = _args.make_avx512
 PROGRAMS = recorded.programs_dir_from_argv()
 L = recorded.LINES
 
@@ -245,6 +248,21 @@ class Recorded:
         self.assertRegex(last, r"^event %d \(thread 1\) wrote 8 bytes at 0x[0-9a-f]+: 67 00" %
                          writes[2])
 
+    def test_history_max(self):
+        def accesses(text):
+            return re.findall(r"^event \d+ \(thread 1\) .*$", text, re.M)
+        full = accesses(self.lldb.run("backstep history &counter 8"))
+        self.assertGreater(len(full), 2)
+        out = self.lldb.run("backstep history &counter 8 --max 2")
+        self.assertEqual(accesses(out), full[:2], out)
+        self.assertIn("use --max N", out)
+        out = self.lldb.run("backstep history --max %d &counter 8" % len(full))
+        self.assertEqual(accesses(out), full, out)
+        self.assertNotIn("use --max N", out)
+        for bad in ["--max 0", "--max", "--max x"]:
+            out = self.lldb.run("backstep history &counter 8 " + bad, ok=False)
+            self.assertIn("usage: backstep history ADDR [LEN] [--max N]", out)
+
     # ---- goto / when / info
 
     def test_goto_when_info(self):
@@ -406,6 +424,64 @@ class OtherFormats(unittest.TestCase):
         self.assertEqual(self.lldb.when(), hit - 1)
 
 
+class Avx512(unittest.TestCase):
+    """The served register set is the same in every front end: a trace with
+    AVX-512 state has k0-7 and xmm16-31 in the plugin as in `backstep serve`."""
+
+    def test_avx512_registers_in_the_plugin_and_over_gdb_remote(self):
+        env = util.Env.from_argv()
+        path = os.path.join(env.dir, "avx512.ucir")
+        facts = dict(line.split() for line in util.run([MAKE_AVX512, path]).splitlines())
+        expected_k1 = int(facts["k1"], 16)
+        xmm17 = int(facts["xmm17"], 16).to_bytes(16, "little")
+        expected_xmm17 = "{%s}" % " ".join("0x%02x" % b for b in xmm17)
+        debugger = Lldb()
+        try:
+            debugger.run("backstep open " + path)
+            plugin = debugger.run("register read k1 xmm17")
+        finally:
+            debugger.close()
+        with util.Server(env, util.Trace(path, {})) as server:
+            remote = util.lldb(env, server, ["register read k1 xmm17"])
+        for out in (plugin, remote):
+            self.assertEqual(util.values(r"^\s+k1 = (0x[0-9a-f]+)$", out), [expected_k1], out)
+            util.expect(self, r"^\s+xmm17 = %s$" % re.escape(expected_xmm17), out, count=1)
+
+
+class Interrupt(unittest.TestCase):
+    """SBProcess.SendAsyncInterrupt (Ctrl-C in lldb-19) stops a long move at
+    once, and the session goes on from there."""
+
+    def test_interrupt_a_long_step_loop(self):
+        env = util.Env.from_argv()
+        path = os.path.join(env.dir, "long.bin")
+        util.run([env.make_example, path, "--events", "200000", "--seed", "5"])
+        util.run([env.backstep, "index", path])
+        debugger = Lldb()
+        try:
+            debugger.run("backstep open " + path)
+            # 190,000 instruction steps, one stop each: minutes without
+            # the interrupt.
+            done = threading.Event()
+            outcome = {}
+
+            def steps():
+                outcome["out"] = debugger.run("thread step-inst -c 190000", ok=None)
+                done.set()
+            worker = threading.Thread(target=steps, daemon=True)
+            worker.start()
+            time.sleep(1)
+            debugger.debugger.GetSelectedTarget().GetProcess().SendAsyncInterrupt()
+            self.assertTrue(done.wait(util.STEP_TIMEOUT), "the interrupt did not stop the steps")
+            stopped = debugger.when()
+            self.assertGreater(stopped, 0, outcome["out"])
+            self.assertLess(stopped, 190000, outcome["out"])
+            debugger.run("backstep rsi")
+            self.assertEqual(debugger.when(), stopped - 1)
+        finally:
+            debugger.close()
+
+
 class GdbSampleTfile(unittest.TestCase):
     """gdb's own trace file sample (../shared/samples/gdb_tfile), no program."""
 
@@ -462,6 +538,31 @@ class BatchScript(unittest.TestCase):
         self.assertGreater(positions[0], positions[1])
         self.assertRegex(out, r"accumulate\(i=1\) at scenario\.c:%d" % L["accumulate-call"])
         self.assertNotIn("error:", out)
+
+
+@unittest.skipIf(ASAN_PRELOADED, "lldb-19 --batch hangs in setlocale() with libasan preloaded")
+class BatchTwoTraces(unittest.TestCase):
+    """Several traces open at once through the `backstep open` command."""
+
+    def test_second_open_in_the_same_debugger(self):
+        env = util.Env.from_argv()
+        static = recorded.record(env, PROGRAMS, "O0_static")
+        pie = recorded.record(env, PROGRAMS, "O0_pie")
+        path = os.path.join(env.dir, "two.lldb")
+        with open(path, "w") as f:
+            f.write("plugin load %s\n" % PLUGIN)
+            f.write("backstep open %s %s\n" % (static.program, static.trace.path))
+            f.write("backstep goto 700\n")
+            f.write("backstep open %s %s\n" % (pie.program, pie.trace.path))
+            f.write("backstep goto 500\nbackstep when\ntarget list\n")
+            f.write("target select 0\nbackstep when\n")
+        out = util.run(["lldb-19", "--batch", "-o", "command source -e false " + path],
+                       check=False)
+        self.assertNotIn("error:", out)
+        self.assertEqual([int(p) for p in re.findall(r"^position (\d+) of", out, re.M)],
+                         [500, 700], out)
+        self.assertRegex(out, r"target #0: \S+scenario_O0_static .*state=stopped")
+        self.assertRegex(out, r"target #1: \S+scenario_O0_pie .*state=stopped")
 
 
 if __name__ == "__main__":

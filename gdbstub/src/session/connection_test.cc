@@ -2,11 +2,20 @@
 // docs/protocol.md §2, every reply checked, followed by a short debugging session.
 #include <gtest/gtest.h>
 
+#include "protocol/hex.h"
 #include "session/session_test_util.h"
 #include "testing/fake_target.h"
 
 namespace backstep::gdbstub {
 namespace {
+
+// The ends of the history: LLDB's exception stop with its description, then
+// gdb's replaylog key (gdb ignores the first, LLDB 22 prefers the second).
+const std::string kHistoryBegin =
+    "reason:exception;description:" + HexBytes("beginning of the recorded history") +
+    ";replaylog:begin;";
+const std::string kHistoryEnd =
+    "reason:exception;description:" + HexBytes("end of the recorded history") + ";replaylog:end;";
 
 constexpr std::string_view kQSupported =
     "PacketSize=4000;QStartNoAckMode+;qXfer:features:read+;qXfer:auxv:read+;"
@@ -81,9 +90,9 @@ TEST(ConnectionTest, Gdb13) {
           {"g", RegisterBlock(0x401010)},
           {"Hcp1.1", "OK"},
           {"bs", "T05thread:p1.1;" + Expedited(0x40100c)},
-          {"bc", "T05thread:p1.1;" + Expedited(0x401000) + "replaylog:begin;"},
+          {"bc", "T05thread:p1.1;" + Expedited(0x401000) + kHistoryBegin},
           {"z0,401010,1", "OK"},
-          {"vCont;c:p1.-1", "T05thread:p1.1;" + Expedited(0x401014) + "replaylog:end;"},
+          {"vCont;c:p1.-1", "T05thread:p1.1;" + Expedited(0x401014) + kHistoryEnd},
       });
   // `monitor info`: console output, then OK.
   EXPECT_EQ(wire.AskAll("qRcmd,696e666f"),
@@ -171,7 +180,7 @@ TEST(ConnectionTest, Lldb22ReverseContinue) {
                 {features, std::string(kQSupported)},  // sent a second time later
                 // `process continue --reverse` from the breakpoint: it is skipped.
                 {"bc", "T05thread:p1.1;" + Expedited(0x401004) + "swbreak:;"},
-                {"bc", "T05thread:p1.1;" + Expedited(0x401000) + "replaylog:begin;"}});
+                {"bc", "T05thread:p1.1;" + Expedited(0x401000) + kHistoryBegin}});
 }
 
 }  // namespace

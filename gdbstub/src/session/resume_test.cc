@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "protocol/hex.h"
 #include "session/session_test_util.h"
 #include "testing/fake_target.h"
 
@@ -15,6 +16,14 @@ std::string Stop(std::uint64_t pc, std::string_view thread = "1", std::string_vi
   return "T" + std::string(sig) + "thread:" + std::string(thread) +
          ";06:0700000000000000;07:0800000000000000;10:" + Le(pc, 8) + ";";
 }
+
+// The ends of the history: LLDB's exception stop with its description,
+// then gdb's replaylog key.
+const std::string kHistoryBegin =
+    "reason:exception;description:" + HexBytes("beginning of the recorded history") +
+    ";replaylog:begin;";
+const std::string kHistoryEnd =
+    "reason:exception;description:" + HexBytes("end of the recorded history") + ";replaylog:end;";
 
 TEST(ResumeTest, StopQueryBeforeAnyResume) {
   FakeTarget target;
@@ -31,18 +40,18 @@ TEST(ResumeTest, StepsForwardAndBackward) {
   EXPECT_EQ(wire.Ask("vCont;s:1"), Stop(0x401008));
   EXPECT_EQ(wire.Ask("bs"), Stop(0x401004));
   EXPECT_EQ(wire.Ask("bs"), Stop(0x401000));
-  EXPECT_EQ(wire.Ask("bs"), Stop(0x401000) + "replaylog:begin;");  // history start
+  EXPECT_EQ(wire.Ask("bs"), Stop(0x401000) + kHistoryBegin);  // history start
   EXPECT_EQ(target.position, 0u);
-  EXPECT_EQ(wire.Ask("?"), Stop(0x401000) + "replaylog:begin;");
+  EXPECT_EQ(wire.Ask("?"), Stop(0x401000) + kHistoryBegin);
 }
 
 TEST(ResumeTest, ContinueToTheEndNeverSendsW) {
   FakeTarget target;
   Wire wire(target);
-  EXPECT_EQ(wire.Ask("c"), Stop(0x401014) + "replaylog:end;");
-  EXPECT_EQ(wire.Ask("s"), Stop(0x401014) + "replaylog:end;");
-  EXPECT_EQ(wire.Ask("vCont;c:p1.-1"), Stop(0x401014) + "replaylog:end;");
-  EXPECT_EQ(wire.Ask("bc"), Stop(0x401000) + "replaylog:begin;");  // still connected, reversible
+  EXPECT_EQ(wire.Ask("c"), Stop(0x401014) + kHistoryEnd);
+  EXPECT_EQ(wire.Ask("s"), Stop(0x401014) + kHistoryEnd);
+  EXPECT_EQ(wire.Ask("vCont;c:p1.-1"), Stop(0x401014) + kHistoryEnd);
+  EXPECT_EQ(wire.Ask("bc"), Stop(0x401000) + kHistoryBegin);  // still connected, reversible
 }
 
 TEST(ResumeTest, BreakpointsForwardAndBackward) {
@@ -67,7 +76,7 @@ TEST(ResumeTest, WatchpointsAreTrapAfterForwardAndStopAtTheWriterBackward) {
   EXPECT_EQ(wire.Ask("Z2,404004,4"), "OK");
   EXPECT_EQ(wire.Ask("c"), Stop(0x401010) + "watch:404004;");  // after instruction 3
   EXPECT_EQ(target.position, 4u);
-  EXPECT_EQ(wire.Ask("c"), Stop(0x401014) + "replaylog:end;");
+  EXPECT_EQ(wire.Ask("c"), Stop(0x401014) + kHistoryEnd);
   EXPECT_EQ(wire.Ask("bc"), Stop(0x40100c) + "watch:404004;");  // at instruction 3
   EXPECT_EQ(target.position, 3u);
   EXPECT_EQ(wire.Ask("s"), Stop(0x401010) + "watch:404004;");   // stepping over the write
@@ -103,10 +112,10 @@ TEST(ResumeTest, StopResetsTheGeneralThread) {
 TEST(ResumeTest, SignalsAreIgnoredAndAddressesRefused) {
   FakeTarget target;
   Wire wire(target);
-  EXPECT_EQ(wire.Ask("C0b"), Stop(0x401014) + "replaylog:end;");
-  EXPECT_EQ(wire.Ask("S05"), Stop(0x401014) + "replaylog:end;");
+  EXPECT_EQ(wire.Ask("C0b"), Stop(0x401014) + kHistoryEnd);
+  EXPECT_EQ(wire.Ask("S05"), Stop(0x401014) + kHistoryEnd);
   EXPECT_EQ(wire.Ask("c401000"), "E01");
-  EXPECT_EQ(wire.Ask("vCont;S05:1"), Stop(0x401014) + "replaylog:end;");
+  EXPECT_EQ(wire.Ask("vCont;S05:1"), Stop(0x401014) + kHistoryEnd);
   EXPECT_EQ(wire.Ask("vCont;r401000,401008:1"), "E16");
   EXPECT_EQ(wire.Ask("vCont?"), "vCont;c;C;s;S");
 }
@@ -128,13 +137,13 @@ TEST(ResumeTest, InterruptInTheSameChunkStopsTheResume) {
   ASSERT_EQ(writes.size(), 1u);
   EXPECT_EQ(writes[0], FramePacket(Stop(0x401000, "1", "02")));
   // The interrupt was consumed: the next continue runs to the end.
-  EXPECT_EQ(wire.Ask("c"), Stop(0x401014) + "replaylog:end;");
+  EXPECT_EQ(wire.Ask("c"), Stop(0x401014) + kHistoryEnd);
   // A late interrupt while stopped gets no reply of its own; it stays
   // pending and stops the next resume where it is (a pending SIGINT).
   EXPECT_TRUE(wire.Feed("\x03").empty());
   EXPECT_EQ(wire.Ask("bc"), Stop(0x401014, "1", "02"));
   EXPECT_EQ(target.resume_count, 2);
-  EXPECT_EQ(wire.Ask("bc"), Stop(0x401000) + "replaylog:begin;");
+  EXPECT_EQ(wire.Ask("bc"), Stop(0x401000) + kHistoryBegin);
 }
 
 // gdb interrupting a software watchpoint: its 0x03 lands between two steps,
@@ -165,6 +174,20 @@ TEST(ResumeTest, InterruptAfterACompletedStepStopsTheNextResume) {
   EXPECT_EQ(wire.Ask("g").empty(), false);  // other packets leave it pending
   EXPECT_EQ(wire.Ask("s"), Stop(0x401004, "1", "02"));
   EXPECT_EQ(wire.Ask("s"), Stop(0x401008));
+}
+
+// LLDB sends 0x03 between the steps of a plan, after the stop reply it
+// counts as the interrupt's answer: its next resume must run.
+TEST(ResumeTest, LldbLateInterruptIsDropped) {
+  FakeTarget target;
+  Wire wire(target);
+  wire.Ask("QStartNoAckMode");
+  wire.Ask("QListThreadsInStopReply");
+  std::vector<std::string> writes = wire.Feed("$s#73\x03");
+  ASSERT_EQ(writes.size(), 1u);
+  EXPECT_TRUE(wire.Feed("\x03").empty());
+  EXPECT_EQ(wire.Ask("s").substr(0, 3), "T05");
+  EXPECT_EQ(target.resume_count, 2);
 }
 
 // A target whose continue runs until interrupted.

@@ -34,6 +34,16 @@ Session::Session(Target& target, SessionOptions options)
   assert(options.packet_size >= kMinPacketSize);
 }
 
+// NOTE: LLDB sends 0x03 whenever its process is "running", also between
+// two steps of a thread plan, after the last stop reply arrived; it takes
+// that stop as the interrupt's answer and stops. Kept pending, the 0x03
+// would stop the user's next command without moving (a `backstep rsi`
+// after Ctrl-C did nothing). gdb needs it kept (class comment).
+bool Session::KeepsLateInterrupts() const {
+  const Negotiated& n = state_.negotiated;
+  return !n.list_threads_in_stop_reply && !n.thread_suffix;  // both: LLDB only
+}
+
 std::vector<std::string> Session::OnBytes(std::span<const std::uint8_t> bytes) {
   std::vector<std::string> out;
   std::vector<Framer::Event> events = framer_.Feed(bytes);
@@ -42,7 +52,7 @@ std::vector<std::string> Session::OnBytes(std::span<const std::uint8_t> bytes) {
   for (std::size_t i = 0; i < events.size(); ++i) {
     const Framer::Event& event = events[i];
     if (std::holds_alternative<Framer::Interrupt>(event) && !seen_packet) {
-      pending_interrupt_ = true;  // idle: for the next resume
+      pending_interrupt_ = KeepsLateInterrupts();  // idle: for the next resume
     }
     if (std::holds_alternative<Framer::Packet>(event)) seen_packet = true;
     if (const auto* packet = std::get_if<Framer::Packet>(&event)) {
@@ -53,7 +63,7 @@ std::vector<std::string> Session::OnBytes(std::span<const std::uint8_t> bytes) {
       // An interrupt the packet did not answer with T02 (a step that
       // completed, a packet that does not resume) waits for the next resume.
       if (interrupt_.exchange(false, std::memory_order_relaxed) && !interrupt_answered_) {
-        pending_interrupt_ = true;
+        pending_interrupt_ = KeepsLateInterrupts();
       }
       Send(reply, out);
       if (no_ack_pending_) {

@@ -21,7 +21,9 @@
 // T02 without moving, as a real process with a pending SIGINT does under
 // gdbserver. gdb relies on this when it interrupts a
 // command made of many short resumes (a software watchpoint steps one
-// instruction per `bs`): its 0x03 usually lands between two steps.
+// instruction per `bs`): its 0x03 usually lands between two steps. An LLDB
+// client (it negotiated QThreadSuffixSupported or QListThreadsInStopReply)
+// counts the last stop as the answer to such a 0x03: it is dropped.
 //
 // Thread-safety: one thread calls everything except RequestInterrupt(),
 // which may be called from any thread.
@@ -127,6 +129,8 @@ class Session {
 
  private:
   Reply Dispatch(std::string_view packet);
+  // Whether a 0x03 that no resume answered waits for the next resume.
+  bool KeepsLateInterrupts() const;
   void Send(const Reply& reply, std::vector<std::string>& out);
   void SendPacket(std::string_view payload, std::vector<std::string>& out);
 

@@ -26,6 +26,44 @@ std::string_view WatchKey(WatchKind kind) {
   return "watch:";
 }
 
+std::string EdgeDescription(const HistoryEdge& edge) {
+  return edge.side == HistoryEdge::Side::kBegin ? "beginning of the recorded history"
+                                                : "end of the recorded history";
+}
+
+std::string MoveDescription(const MoveDone& move) {
+  return "moved to position " + std::to_string(move.position.value);
+}
+
+// LLDB's exception stop reason: its description is hex-encoded text.
+std::string LldbException(std::string_view description) {
+  return "reason:exception;description:" + HexBytes(description) + ';';
+}
+
+// The description of a move every thread shares (MoveDone), or nullopt.
+// NOTE: not for HistoryEdge: LLDB keeps its selected thread when that
+// thread has a stop reason, and a `continue` to the end must select the
+// thread the stop names (a step that reaches an edge names the stepped
+// thread anyway).
+std::optional<std::string> SharedDescription(const StopReason& reason) {
+  if (const auto* moved = std::get_if<MoveDone>(&reason)) return MoveDescription(*moved);
+  return std::nullopt;
+}
+
+// `jstopinfo:` (LLDB): the stop reason of every thread, as hex-encoded
+// JSON. The descriptions are our own plain ASCII text (no JSON escapes).
+void AppendSharedStopInfo(std::string& out, Target& target, std::string_view description) {
+  std::string json = "[";
+  for (const ThreadInfo& thread : target.Threads()) {
+    if (json.size() > 1) json += ',';
+    json += "{\"tid\":" + std::to_string(thread.id.value) +
+            ",\"signal\":5,\"reason\":\"exception\",\"description\":\"" + std::string(description) +
+            "\"}";
+  }
+  json += ']';
+  out += "jstopinfo:" + HexBytes(json) + ';';
+}
+
 // The `key:value;` that says why, or "" when nothing may be said.
 std::string ReasonKey(const StopReason& reason, const StopReplyOptions& options) {
   return std::visit(
@@ -40,7 +78,12 @@ std::string ReasonKey(const StopReason& reason, const StopReplyOptions& options)
           AppendHexNumber(out, r.addr);
           return out + ';';
         } else if constexpr (std::is_same_v<R, HistoryEdge>) {
-          return r.side == HistoryEdge::Side::kBegin ? "replaylog:begin;" : "replaylog:end;";
+          // NOTE: `reason:` first: an LLDB that knows replaylog: (22) lets
+          // it override the reason with its own "history boundary".
+          return LldbException(EdgeDescription(r)) +
+                 (r.side == HistoryEdge::Side::kBegin ? "replaylog:begin;" : "replaylog:end;");
+        } else if constexpr (std::is_same_v<R, MoveDone>) {
+          return LldbException(MoveDescription(r));
         } else {
           return "";
         }
@@ -112,7 +155,12 @@ std::string FormatStopReply(const StopReason& reason, Target& target,
     out += ';';
   }
   out += ReasonKey(reason, options);
-  if (options.list_threads) AppendThreadList(out, target, options);
+  if (options.list_threads) {
+    AppendThreadList(out, target, options);
+    if (auto description = SharedDescription(reason)) {
+      AppendSharedStopInfo(out, target, *description);
+    }
+  }
   return out;
 }
 

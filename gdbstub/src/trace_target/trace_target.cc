@@ -125,7 +125,16 @@ bool TraceTarget::HasThread(core::ThreadId thread) {
 
 core::ThreadId TraceTarget::current_thread() {
   if (!frame_cursor_active_ && stop_thread_ && HasThread(*stop_thread_)) return *stop_thread_;
-  return view().current_thread();
+  // NOTE: the thread of the next event, unless that event creates it (its
+  // pc is still unknown): then one that has a pc, so that a goto to a
+  // thread's creation shows no made-up pc (LLDB fills unknown bytes with
+  // 0xcc) and a reverse step from there steps a real thread.
+  const core::ThreadId next = view().current_thread();
+  if (view().Pc(next)) return next;
+  for (core::ThreadId thread : ThreadsHere()) {
+    if (view().Pc(thread)) return thread;
+  }
+  return next;
 }
 
 // ---- Documents

@@ -54,6 +54,7 @@ class TraceTarget final : public Target,
       std::shared_ptr<const core::Trace> trace, TraceTargetOptions options);
 
   // ---- Target
+  std::uint64_t pid() override { return options_.pid; }
   // From the architecture table: "<cpu>-pc-linux-gnu", its pointer size.
   const HostInfo* host_info() override { return &host_info_; }
   RegisterLayout register_layout() override;
@@ -151,15 +152,25 @@ class TraceTarget final : public Target,
   core::Expected<StopReason> Move(core::Direction direction, ResumeKind kind,
                                   std::optional<core::ThreadId> thread,
                                   const std::atomic<bool>* interrupt);
-  std::optional<core::Expected<StopReason>> RunArmedMove(const std::atomic<bool>* interrupt);
+  // The armed move, if any, for a resume of `thread` (nullopt: any).
+  std::optional<core::Expected<StopReason>> RunArmedMove(std::optional<core::ThreadId> thread,
+                                                         const std::atomic<bool>* interrupt);
   core::Expected<StopReason> Step(core::Direction direction, std::optional<core::ThreadId> thread);
+  // `event` (an event of `thread`), or the latest event of `thread` before
+  // it at whose position the thread's pc is known (not the event that
+  // creates the thread); nullopt if none. Leaves the cursor where it was.
+  core::Expected<std::optional<std::uint64_t>> PrevEventWithPc(core::ThreadId thread,
+                                                               std::uint64_t event);
   core::Expected<StopReason> Continue(core::Direction direction,
                                       const std::atomic<bool>* interrupt);
   core::StopCondition Condition(const std::atomic<bool>* interrupt) const;
   // ---- trace_target_armed_moves.cc
+  // `resumed`: the thread the client resumed (nullopt: the current one).
   core::Expected<StopReason> RunReverseFinish(core::Position call,
+                                              std::optional<core::ThreadId> resumed,
                                               const std::atomic<bool>* interrupt);
   core::Expected<StopReason> RunReverseNext(const ReverseNextPlan& plan,
+                                            std::optional<core::ThreadId> resumed,
                                             const std::atomic<bool>* interrupt);
   // The position of the `call` that stored `return_address` at `slot`
   // before `before`; nullopt if none is found.

@@ -89,8 +89,9 @@ core::Expected<std::optional<StopReason>> TraceTarget::RunBackTo(
 }
 
 core::Expected<StopReason> TraceTarget::RunReverseFinish(core::Position call,
+                                                         std::optional<core::ThreadId> resumed,
                                                          const std::atomic<bool>* interrupt) {
-  const core::ThreadId thread = current_thread();
+  const core::ThreadId thread = resumed ? *resumed : current_thread();
   if (call >= position()) return StopReason(DoneStep{});  // armed, then moved elsewhere
   BACKSTEP_ASSIGN_OR_RETURN(std::optional<StopReason> early, RunBackTo(call, interrupt));
   if (early) return *early;
@@ -129,9 +130,10 @@ core::Expected<std::optional<core::Position>> TraceTarget::FindCall(core::Addres
 }
 
 core::Expected<StopReason> TraceTarget::RunReverseNext(const ReverseNextPlan& plan,
+                                                       std::optional<core::ThreadId> resumed,
                                                        const std::atomic<bool>* interrupt) {
   const core::ArchDescription& arch = trace_->arch();
-  const core::ThreadId thread = current_thread();
+  const core::ThreadId thread = resumed ? *resumed : current_thread();
   struct Regs {
     core::Address pc = 0, sp = 0;
   };

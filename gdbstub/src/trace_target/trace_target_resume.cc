@@ -21,21 +21,21 @@ StopReason Edge(core::Direction direction) {
 core::Expected<StopReason> TraceTarget::Resume(ResumeKind kind,
                                                std::optional<core::ThreadId> thread,
                                                const std::atomic<bool>* interrupt) {
-  if (auto armed = RunArmedMove(interrupt)) return std::move(*armed);
+  if (auto armed = RunArmedMove(thread, interrupt)) return std::move(*armed);
   return Move(direction_, kind, thread, interrupt);
 }
 
 core::Expected<StopReason> TraceTarget::ResumeBackward(ResumeKind kind,
                                                        std::optional<core::ThreadId> thread,
                                                        const std::atomic<bool>* interrupt) {
-  if (auto armed = RunArmedMove(interrupt)) return std::move(*armed);
+  if (auto armed = RunArmedMove(thread, interrupt)) return std::move(*armed);
   return Move(core::Direction::kBackward, kind, thread, interrupt);
 }
 
 core::Expected<StopReason> TraceTarget::RangeStep(core::Address start, core::Address end,
                                                   std::optional<core::ThreadId> thread,
                                                   const std::atomic<bool>* interrupt) {
-  if (auto armed = RunArmedMove(interrupt)) return std::move(*armed);
+  if (auto armed = RunArmedMove(thread, interrupt)) return std::move(*armed);
   // `monitor direction reverse` makes every step a reverse step; gdb never
   // range-steps backwards, so that is one step.
   if (direction_ == core::Direction::kBackward) return Step(direction_, thread);
@@ -60,23 +60,29 @@ void TraceTarget::ArmGoto(core::Position p) {
 }
 
 std::optional<core::Expected<StopReason>> TraceTarget::RunArmedMove(
-    const std::atomic<bool>* interrupt) {
+    std::optional<core::ThreadId> thread, const std::atomic<bool>* interrupt) {
   Armed armed = std::exchange(armed_, std::monostate{});
+  if (std::holds_alternative<std::monostate>(armed)) return std::nullopt;
+  core::Expected<StopReason> stop = StopReason(DoneStep{});
   if (const auto* go = std::get_if<ArmedGoto>(&armed)) {
     core::Status status = MoveTo(go->position, std::nullopt);
-    if (!status.ok()) return core::Expected<StopReason>(status);
-    return core::Expected<StopReason>(StopReason(DoneStep{}));
+    if (!status.ok()) stop = status;
+  } else if (std::holds_alternative<ArmedReverseStep>(armed)) {
+    // The thread the client steps (as `bs` steps the Hc thread), here and
+    // in the source-level moves, whose plans came from its frame.
+    stop = Step(core::Direction::kBackward, thread);
+  } else if (const auto* finish = std::get_if<ArmedReverseFinish>(&armed)) {
+    stop = RunReverseFinish(finish->call, thread, interrupt);
+  } else if (const auto* next = std::get_if<ArmedReverseNext>(&armed)) {
+    stop = RunReverseNext(next->plan, thread, interrupt);
   }
-  if (std::holds_alternative<ArmedReverseStep>(armed)) {
-    return Step(core::Direction::kBackward, std::nullopt);
+  // A move that ended where it was meant to is a MoveDone (stop_reason.h:
+  // LLDB would step on while the pc stays the same, and ignore a stop
+  // reported in a thread it did not step).
+  if (stop.ok() && std::holds_alternative<DoneStep>(*stop)) {
+    stop = StopReason(MoveDone{position()});
   }
-  if (const auto* finish = std::get_if<ArmedReverseFinish>(&armed)) {
-    return RunReverseFinish(finish->call, interrupt);
-  }
-  if (const auto* next = std::get_if<ArmedReverseNext>(&armed)) {
-    return RunReverseNext(next->plan, interrupt);
-  }
-  return std::nullopt;
+  return stop;
 }
 
 core::Expected<StopReason> TraceTarget::Move(core::Direction direction, ResumeKind kind,
@@ -95,6 +101,9 @@ core::Expected<StopReason> TraceTarget::Step(core::Direction direction,
   // thread without events never moves.
   std::optional<std::uint64_t> event = forward ? core::NextEventOfThread(*trace_, stepping, p)
                                                : core::PrevEventOfThread(*trace_, stepping, p);
+  if (!forward && event) {
+    BACKSTEP_ASSIGN_OR_RETURN(event, PrevEventWithPc(stepping, *event));
+  }
   // At a history edge the stop names the thread that was asked to step:
   // LLDB's step plan otherwise sees its thread without a stop and steps it
   // again, for ever.
@@ -129,6 +138,23 @@ core::Expected<StopReason> TraceTarget::Step(core::Direction direction,
   }
   BACKSTEP_RETURN_IF_ERROR(MoveTo(land, stepping));
   return StopReason(DoneStep{});
+}
+
+core::Expected<std::optional<std::uint64_t>> TraceTarget::PrevEventWithPc(core::ThreadId thread,
+                                                                          std::uint64_t event) {
+  const core::Position from = position();
+  const std::optional<core::ThreadId> stop_thread = stop_thread_;
+  std::optional<std::uint64_t> found;
+  for (std::optional<std::uint64_t> e = event; e && *e >= first_position_.value;
+       e = core::PrevEventOfThread(*trace_, thread, *e)) {
+    BACKSTEP_RETURN_IF_ERROR(MoveTo(core::Position(*e), stop_thread));
+    if (cursor_->Pc(thread)) {
+      found = e;
+      break;
+    }
+  }
+  BACKSTEP_RETURN_IF_ERROR(MoveTo(from, stop_thread));
+  return found;
 }
 
 core::Expected<StopReason> TraceTarget::Continue(core::Direction direction,

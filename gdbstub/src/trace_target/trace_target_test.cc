@@ -39,7 +39,7 @@ class TraceTargetReven : public ::testing::Test {
   }
   void GoTo(std::uint64_t p) {
     target_->ArmGoto(Position(p));
-    EXPECT_EQ(Forward(ResumeKind::kStep), StopReason(DoneStep{}));
+    EXPECT_EQ(Forward(ResumeKind::kStep), StopReason(MoveDone{Position(p)}));
     ASSERT_EQ(target_->position(), Position(p));
   }
   std::uint64_t Pc() {
@@ -193,10 +193,10 @@ TEST_F(TraceTargetReven, InterruptStopsAContinue) {
 TEST_F(TraceTargetReven, ArmedMovesRunOnTheNextResume) {
   ASSERT_TRUE(target_->RunMonitorCommand("goto 100").ok());
   EXPECT_EQ(target_->position(), Position(0));  // armed, not moved
-  EXPECT_EQ(Forward(ResumeKind::kStep), StopReason(DoneStep{}));
+  EXPECT_EQ(Forward(ResumeKind::kStep), StopReason(MoveDone{Position(100)}));
   EXPECT_EQ(target_->position(), Position(100));
   ASSERT_TRUE(target_->RunMonitorCommand("reverse-stepi").ok());
-  EXPECT_EQ(Forward(ResumeKind::kStep), StopReason(DoneStep{}));
+  EXPECT_EQ(Forward(ResumeKind::kStep), StopReason(MoveDone{Position(99)}));
   EXPECT_EQ(target_->position(), Position(99));
   ASSERT_TRUE(target_->RunMonitorCommand("direction reverse").ok());
   EXPECT_EQ(Forward(ResumeKind::kStep), StopReason(DoneStep{}));
@@ -204,10 +204,10 @@ TEST_F(TraceTargetReven, ArmedMovesRunOnTheNextResume) {
   EXPECT_EQ(Forward(ResumeKind::kContinue), StopReason(HistoryEdge{HistoryEdge::Side::kBegin}));
   ASSERT_TRUE(target_->RunMonitorCommand("direction forward").ok());
   ASSERT_TRUE(target_->RunMonitorCommand("goto 50%").ok());
-  EXPECT_EQ(Backward(ResumeKind::kContinue), StopReason(DoneStep{}));  // bc runs it too
+  EXPECT_EQ(Backward(ResumeKind::kContinue), StopReason(MoveDone{Position(end_ / 2)}));  // bc too
   EXPECT_EQ(target_->position(), Position(end_ / 2));
   ASSERT_TRUE(target_->RunMonitorCommand("goto end").ok());
-  EXPECT_EQ(Forward(ResumeKind::kContinue), StopReason(DoneStep{}));
+  EXPECT_EQ(Forward(ResumeKind::kContinue), StopReason(MoveDone{Position(end_)}));
   EXPECT_EQ(target_->position(), Position(end_));
 }
 

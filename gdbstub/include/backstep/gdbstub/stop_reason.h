@@ -12,11 +12,21 @@
 //   Watch         a data watchpoint fired; `addr` lies inside the watched
 //                 range                                T05 ... watch:<addr>;
 //   HistoryEdge   no more history in that direction    T05 ... replaylog:begin;
+//   MoveDone      an armed move (goto, reverse-stepi/next/finish) ended
+//                                                      T05 ... reason:exception;
 //   Interrupted   the client sent 0x03                 T02 ...
 //   Exited        the process exited (a trace that records the exit)  W<code>
 //
 // The end of a trace going forward is HistoryEdge{kEnd}, never Exited: a `W`
 // reply ends the inferior in the client and with it every reverse command.
+//
+// LLDB (19 and 22) keeps stepping while the pc has not changed and ignores a
+// stop of a thread it did not resume: HistoryEdge and MoveDone are also
+// reported as LLDB's `exception` stop reason with a description ("end of
+// the recorded history", "moved to position N"), which no LLDB step plan
+// explains, so every LLDB command stops there; with QListThreadsInStopReply
+// (LLDB only) `jstopinfo:` gives every thread a MoveDone's reason, so a move
+// that ends in another thread also ends the step. gdb ignores these keys.
 //
 // Thread-safety: plain values.
 #pragma once
@@ -52,6 +62,10 @@ struct HistoryEdge {
   Side side = Side::kEnd;
   bool operator==(const HistoryEdge&) const = default;
 };
+struct MoveDone {
+  core::Position position;  // where it ended ("moved to position N")
+  bool operator==(const MoveDone&) const = default;
+};
 struct Interrupted {
   bool operator==(const Interrupted&) const = default;
 };
@@ -61,7 +75,7 @@ struct Exited {
 };
 
 using StopReason =
-    std::variant<DoneStep, SwBreak, HwBreak, Watch, HistoryEdge, Interrupted, Exited>;
+    std::variant<DoneStep, SwBreak, HwBreak, Watch, HistoryEdge, MoveDone, Interrupted, Exited>;
 
 // What was negotiated with the client, as far as stop replies care.
 struct StopReplyOptions {

@@ -60,7 +60,21 @@ struct TraceTargetOptions {
   // `watch` reports only value-changing writes (gdb resumes silently on an
   // unchanged value anyway); switchable with `monitor watch-filter`.
   bool watch_only_changes = true;
+  // The process id the client sees (non-zero). LLDB refuses to connect a
+  // second target to a pid one of its targets already debugs: the plugin
+  // gives each open trace its own.
+  std::uint64_t pid = 1;
 };
+
+// What every front end (`backstep serve`, the LLDB plugin) serves for
+// `trace`: the register layout (the default one, plus gdb's avx512 feature
+// when a thread's initial registers know k0, as `backstep record` writes
+// them on an AVX-512 machine), the auxiliary vector (the recorded one; else,
+// when `exe` is given, one synthesized from its ELF headers, so a debugger
+// can relocate a PIE) and the executable's path (`exe`, else the recorded
+// one). Errors: SynthesizeAuxv's (only when the trace recorded no auxv).
+core::Expected<TraceTargetOptions> ServeOptionsFor(const core::Trace& trace,
+                                                   const std::string& exe);
 
 // gdb's reverse-next as one armed move (docs/lldb.md §7): the debugger
 // computes the line rows from its own line tables; the stub un-executes
