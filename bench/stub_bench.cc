@@ -10,6 +10,13 @@
 //   BM_StubReverseStepGdb         consecutive reverse steps as gdb 13 does
 //                                 them now: `bs`, then the `m` at the stack
 //                                 pointer the stop reply expedites (no `g`)
+//   BM_StubTfind/N                what gdb sends for `tfind N` (QTFrame:N,
+//                                 `g`, qXfer:traceframe-info), alternately
+//                                 at frames N and N + 1, in a gdb-written
+//                                 tfile stretched to 10^6 + 2 frames
+//                                 (WriteStretchedTfile: shared/samples/
+//                                 gdb_tfile/stepping_amd64.tf, 816-byte R
+//                                 blocks; ~0.85 GB, written once)
 // Environment: BACKSTEP_BENCH_EVENTS (default 10^7), BACKSTEP_BENCH_DIR
 // (default /tmp/backstep-bench), as core_bench.cc. Reports p50/p99 in µs.
 #include <arpa/inet.h>
@@ -31,6 +38,7 @@
 #include "backstep/gdbstub/server.h"
 #include "backstep/gdbstub/trace_target.h"
 #include "backstep/testing/reven_generator.h"
+#include "backstep/testing/tfile_fixtures.h"
 #include "benchmark/benchmark.h"
 
 namespace backstep::gdbstub {
@@ -38,12 +46,27 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+std::filesystem::path BenchDir() {
+  namespace fs = std::filesystem;
+  fs::path dir =
+      std::getenv("BACKSTEP_BENCH_DIR") ? std::getenv("BACKSTEP_BENCH_DIR") : "/tmp/backstep-bench";
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::shared_ptr<core::Trace> OpenOrDie(const std::string& path) {
+  auto opened = core::Trace::Open(path);
+  if (!opened.ok()) {
+    std::fprintf(stderr, "%s\n", opened.status().ToString().c_str());
+    std::abort();
+  }
+  return *opened;
+}
+
 std::shared_ptr<core::Trace> StubTrace() {
   static std::shared_ptr<core::Trace> trace = [] {
     namespace fs = std::filesystem;
-    fs::path dir = std::getenv("BACKSTEP_BENCH_DIR") ? std::getenv("BACKSTEP_BENCH_DIR")
-                                                     : "/tmp/backstep-bench";
-    fs::create_directories(dir);
+    const fs::path dir = BenchDir();
     core::testing::RevenGenOptions opts;
     const char* events = std::getenv("BACKSTEP_BENCH_EVENTS");
     opts.events = events ? std::strtoull(events, nullptr, 0) : 10'000'000;
@@ -53,12 +76,25 @@ std::shared_ptr<core::Trace> StubTrace() {
       auto info = core::testing::GenerateRevenTrace(path, opts);
       if (!info.ok()) std::abort();
     }
-    auto opened = core::Trace::Open(path);
-    if (!opened.ok()) {
-      std::fprintf(stderr, "%s\n", opened.status().ToString().c_str());
-      std::abort();
+    return OpenOrDie(path);
+  }();
+  return trace;
+}
+
+constexpr std::uint64_t kTfindFrames = 1'000'002;
+
+std::shared_ptr<core::Trace> TfindTrace() {
+  static std::shared_ptr<core::Trace> trace = [] {
+    const std::string path = (BenchDir() / "tfind-1000002.tf").string();
+    if (!std::filesystem::exists(path)) {
+      const std::string sample = core::testing::SamplesDir() + "/gdb_tfile/stepping_amd64.tf";
+      core::Status s = core::testing::WriteStretchedTfile(sample, path, kTfindFrames, 816);
+      if (!s.ok()) {
+        std::fprintf(stderr, "%s\n", s.ToString().c_str());
+        std::abort();
+      }
     }
-    return *opened;
+    return OpenOrDie(path);
   }();
   return trace;
 }
@@ -122,8 +158,7 @@ struct StubFixture {
   std::unique_ptr<Server> server;
   std::thread thread;
   std::uint16_t port = 0;
-  StubFixture() {
-    std::shared_ptr<const core::Trace> trace = StubTrace();
+  explicit StubFixture(std::shared_ptr<const core::Trace> trace = StubTrace()) {
     server = std::move(Server::Create([trace] { return NewTraceTarget(trace); }).value());
     port = server->ListenTcp("127.0.0.1", 0).value();
     thread = std::thread([this] { server->Run(); });
@@ -228,6 +263,31 @@ void BM_StubReverseStepGdb(benchmark::State& state) {
   Report(state, us);
 }
 BENCHMARK(BM_StubReverseStepGdb)->Unit(benchmark::kMicrosecond)->Iterations(5000);
+
+void BM_StubTfind(benchmark::State& state) {
+  StubFixture fixture(TfindTrace());
+  Client client(fixture.port);
+  const auto frame = static_cast<std::uint64_t>(state.range(0));
+  std::vector<double> us;
+  std::uint64_t i = 0;
+  for (auto _ : state) {
+    char packet[32];
+    std::snprintf(packet, sizeof packet, "QTFrame:%llx",
+                  static_cast<unsigned long long>(frame + i++ % 2));
+    auto start = Clock::now();
+    if (client.Ask(packet)[0] != 'F') std::abort();
+    benchmark::DoNotOptimize(client.Ask("g").size());
+    benchmark::DoNotOptimize(client.Ask("qXfer:traceframe-info:read::0,1000").size());
+    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+  }
+  Report(state, us);
+}
+BENCHMARK(BM_StubTfind)
+    ->Arg(0)
+    ->Arg(10'000)
+    ->Arg(1'000'000)
+    ->Unit(benchmark::kMicrosecond)
+    ->Iterations(2000);
 
 }  // namespace
 }  // namespace backstep::gdbstub

@@ -7,10 +7,13 @@ registers, collected memory, $trace_frame, $tracepoint and trace state
 variables; searches; tstatus) must be equal, line for line. The files: the two
 samples gdb 13.1 wrote (shared/samples/gdb_tfile, values in their README) and
 a tfile of thousands of frames that the test has gdbserver write with a
-`while-stepping` tracepoint on tests/programs/tracepoints.c.
+`while-stepping` tracepoint on tests/programs/tracepoints.c, and the
+stepping sample stretched to 5000 frames (backstep_make_tfile), visited far
+and out of order.
 
 Usage: test_gdb_tfile_serve.py --backstep BIN --make-example BIN
            --program PROG (tests/programs/tracepoints.c, static, -O0 -g) --samples DIR
+           --make-tfile BIN (tests/tools/make_tfile.cc)
 """
 
 import argparse
@@ -264,11 +267,32 @@ class WhileSteppingRunTest(unittest.TestCase):
                                      ("outside", pcs[0], pcs[8])])
 
 
+class FarFramesTest(unittest.TestCase):
+    """Frames far into a long gdb-layout tfile, in no order: the live stub
+    reaches frame n without replaying the frames before it, and must still
+    answer frame n (the stretcher sets rax = n in every frame)."""
+
+    def test_far_frames_match_target_tfile(self):
+        env = util.Env.from_argv()
+        path = os.path.join(env.dir, "stretched.tf")
+        util.run([ARGS.make_tfile, copy_sample(env, "stepping_amd64.tf"), path,
+                  "--frames", "5000"])
+        picks = [4999, 3, 4095, 4096, 4094, 2049, 2048, 2047, 2500, 2501, 2499, 0, 4998]
+        commands = []
+        for frame in picks:
+            commands += frame_commands(frame, ["x/2xg $rsp", "print/x $rip"])
+        mine, _ = Side(self, path).compare(commands, len(picks))
+        for frame in picks:  # a check on the check: each section is its own frame
+            self.assertEqual(util.values(r"^rax\s+(0x[0-9a-f]+)", "\n".join(mine["frame %d" % frame])),
+                             [frame])
+
+
 def main():
     global ARGS
     parser = argparse.ArgumentParser()
     parser.add_argument("--program", required=True)
     parser.add_argument("--samples", required=True)
+    parser.add_argument("--make-tfile", required=True)
     ARGS, rest = parser.parse_known_args()
     sys.argv[1:] = rest
     util.main()

@@ -104,7 +104,7 @@ Status TraceIndex::Parse() {
   runs_ = take(dir_.run_count, sizeof(RunRecord));
   keyframes_ = take(dir_.keyframe_count, sizeof(KeyframeRecord));
   memory_clears_ = take(dir_.memory_clear_count, 8);
-  take(dir_.register_clear_count, sizeof(RegisterClearRecord));
+  register_clears_ = take(dir_.register_clear_count, sizeof(RegisterClearRecord));
   segments_ = take(dir_.segment_count, sizeof(SegmentRecord));
   if (overflow || need != footer.directory_size) return corrupt("directory size mismatch");
   if (dir_.block_entries == 0 || dir_.snapshot_blocks == 0 || dir_.register_known_words > 64 ||
@@ -278,6 +278,15 @@ std::optional<std::uint64_t> TraceIndex::LastMemoryClearBefore(std::uint64_t p) 
   });
   if (i == 0) return std::nullopt;
   return LoadRecord<std::uint64_t>(memory_clears_ + 8 * (i - 1));
+}
+
+std::optional<RegisterClearRecord> TraceIndex::LastRegisterClearBefore(std::uint64_t p) const {
+  // The builder appends clears in event order (parallel parts in order too).
+  const std::uint64_t i = PartitionPoint(dir_.register_clear_count, [&](std::uint64_t j) {
+    return Rec<RegisterClearRecord>(register_clears_, j).event < p;
+  });
+  if (i == 0) return std::nullopt;
+  return Rec<RegisterClearRecord>(register_clears_, i - 1);
 }
 
 std::optional<std::uint64_t> TraceIndex::NextMemoryClearFrom(std::uint64_t p) const {

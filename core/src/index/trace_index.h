@@ -113,6 +113,9 @@ class TraceIndex {
   // Last event < p that clears memory / first event >= p that does.
   std::optional<std::uint64_t> LastMemoryClearBefore(std::uint64_t p) const;
   std::optional<std::uint64_t> NextMemoryClearFrom(std::uint64_t p) const;
+  // Last event < p that clears the registers of its thread, with that
+  // thread's index. O(log clears).
+  std::optional<RegisterClearRecord> LastRegisterClearBefore(std::uint64_t p) const;
 
   // --- pc index (index_pc.cc) ---
   // First event >= from / last event < before whose pc (in the state before
@@ -200,7 +203,8 @@ class TraceIndex {
   IndexDirectory dir_{};
   std::uint64_t interval_ = 0;
   const std::uint8_t *threads_ = nullptr, *runs_ = nullptr, *keyframes_ = nullptr;
-  const std::uint8_t *memory_clears_ = nullptr, *segments_ = nullptr;
+  const std::uint8_t *memory_clears_ = nullptr, *register_clears_ = nullptr;
+  const std::uint8_t* segments_ = nullptr;
   std::vector<std::pair<std::uint64_t, std::size_t>> thread_ids_;  // sorted (tid, index)
 };
 

@@ -20,18 +20,6 @@ ReplayCursor::ReplayCursor(const Trace& trace, std::unique_ptr<TraceReader> read
 
 Status ReplayCursor::Init() { return LoadKeyframe(0); }
 
-Status ReplayCursor::LoadKeyframe(std::uint64_t k) {
-  index_.RestoreKeyframe(k, regs_);
-  const std::uint64_t p = k * index_.keyframe_interval();
-  Status s = reader_->Seek(index_.KeyframeReaderPosition(k));
-  if (!s.ok()) return s.Annotate("seeking to keyframe at position " + std::to_string(p));
-  position_ = reader_at_ = journal_base_ = p;
-  event_at_ = kNoEvent;
-  ClearJournal();
-  DropPages();
-  return Status();
-}
-
 void ReplayCursor::ClearJournal() {
   journal_base_ = position_;
   journal_.clear();
@@ -174,38 +162,6 @@ void ReplayCursor::UndoLast() {
   (void)s;
   reader_at_ = position_;
   event_at_ = kNoEvent;
-}
-
-Status ReplayCursor::Seek(Position target) {
-  const std::uint64_t p = target.value, n = index_.event_count();
-  if (p > n) {
-    return Status::OutOfRange("seek to position " + std::to_string(p) + " past the end (" +
-                              std::to_string(n) + ")");
-  }
-  const std::uint64_t interval = index_.keyframe_interval();
-  if (p < position_) {
-    if (p >= journal_base_) {
-      while (position_ > p) UndoLast();
-      return Status();
-    }
-    journaling_ = false;
-    BACKSTEP_RETURN_IF_ERROR(LoadKeyframe(p / interval));
-  } else if (position_ < p / interval * interval) {
-    journaling_ = false;
-    BACKSTEP_RETURN_IF_ERROR(LoadKeyframe(p / interval));
-  }
-  while (position_ < p) BACKSTEP_RETURN_IF_ERROR(ApplyNext());
-  return Status();
-}
-
-// Replays from the keyframe to `p` with undo information, so that the
-// following backward steps are cheap.
-Status ReplayCursor::SeekJournaled(std::uint64_t p) {
-  journaling_ = true;
-  BACKSTEP_RETURN_IF_ERROR(LoadKeyframe(p / index_.keyframe_interval()));
-  recording_writes_ = false;  // the cache is empty: LoadPage records them if needed
-  while (position_ < p) BACKSTEP_RETURN_IF_ERROR(ApplyNext());
-  return Status();
 }
 
 Status ReplayCursor::StepForward() {

@@ -36,6 +36,8 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "backstep/core/cursor.h"
@@ -112,7 +114,16 @@ class ReplayCursor final : public Cursor {
     std::uint32_t bytes;  // offset in undo_bytes_
   };
 
+  // ---- Jumps (replay_cursor_seek.cc).
   Status LoadKeyframe(std::uint64_t k);
+  // The last event in (from, p) that clears the registers, with its reader
+  // position, when the trace has one thread and the reader can seek to it
+  // (TraceReader::EventPosition); replaying from there is exact.
+  std::optional<std::pair<std::uint64_t, ReaderPosition>> ResetPointBetween(std::uint64_t from,
+                                                                            std::uint64_t p) const;
+  // Puts the cursor just after event `event` (a register clear, read at
+  // `at`), with an empty journal.
+  Status LoadResetPoint(std::uint64_t event, const ReaderPosition& at);
   Status SeekJournaled(std::uint64_t p);
   // Applies event position_ (decoding it unless cached) and journals it.
   Status ApplyNext();

@@ -115,6 +115,16 @@ class TraceReader {
 
   // Resume points with known registers, if the format has them. Default none.
   virtual std::vector<ResumePoint> ResumePoints() const { return {}; }
+
+  // Where event `event` starts (what Tell() returns just before it), for a
+  // format that knows every event's place without decoding the ones before
+  // it (a tfile's frame table), in O(1) or O(log n); nullopt otherwise
+  // (the default) or past the last event. A cursor uses it to start replay
+  // at an event that clears its thread's registers (kEventClearsRegisters)
+  // instead of at the keyframe before it.
+  virtual std::optional<ReaderPosition> EventPosition(std::uint64_t /*event*/) const {
+    return std::nullopt;
+  }
 };
 
 }  // namespace backstep::core

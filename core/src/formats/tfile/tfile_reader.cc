@@ -211,6 +211,11 @@ Status TfileReader::Seek(const ReaderPosition& pos) {
   return Status::Ok();
 }
 
+std::optional<ReaderPosition> TfileReader::EventPosition(std::uint64_t event) const {
+  if (event >= frames_.size()) return std::nullopt;
+  return ReaderPosition{frames_[event].offset, event};
+}
+
 Expected<bool> TfileReader::Next(Event* event) {
   event->Clear();
   if (next_ >= frames_.size()) {

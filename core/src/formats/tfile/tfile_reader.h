@@ -35,7 +35,9 @@
 // read normally and Next() returns the Corruption when it reaches it. Every
 // message names the file and the line number or byte offset (and frame).
 //
-// ReaderPosition: offset = file offset of the next frame, aux = its number.
+// ReaderPosition: offset = file offset of the next frame, aux = its number;
+// EventPosition() gives any frame's, so a cursor reaches frame n by decoding
+// frame n alone (every frame clears the registers), whatever n.
 //
 // Layout and quirks: docs/formats/tfile.md. Thread-safety: as TraceReader
 // (one thread at a time; the source may be shared).
@@ -74,6 +76,8 @@ class TfileReader final : public TraceReader {
   // InvalidArgument unless `pos` is a frame boundary that Tell() can return.
   Status Seek(const ReaderPosition& pos) override;
   Expected<bool> Next(Event* event) override;
+  // Frame `event`'s place, from the frame table Open() built.
+  std::optional<ReaderPosition> EventPosition(std::uint64_t event) const override;
 
   // --- the format's own view (exporter, tfind, tools, tests) ---
   const TfileDefinitions& definitions() const { return defs_; }

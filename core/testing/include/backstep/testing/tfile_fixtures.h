@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backstep/core/status.h"
 #include "backstep/core/types.h"
 
 namespace backstep::core::testing {
@@ -63,5 +64,18 @@ class TfileBytes {
 //   6 tp 2: empty (pc 0x401132)
 std::vector<std::uint8_t> SmallTfile(bool tdesc = true);
 inline constexpr std::uint64_t kSmallTfileFrames = 7;
+
+// A gdb-written tfile (`sample_path`) stretched to `frames` frames in the
+// sample's layout (its tracepoints, tsvs and R size, with the tdesc gdb
+// writes for it), written by TfileWriter to `out_path`: frame n is sample
+// frame n % (its frame count) with rax := n in its R block (so that a frame
+// answered in place of another shows), its M and V blocks unchanged. For
+// the tfind benchmarks (10^6 frames) and tests of far frames. `block_size`
+// (nonzero) writes the R blocks in gdb's amd64 layout of that size instead
+// (816: what gdbserver writes on a host without AVX-512, a third of 2416),
+// register by register. Unsupported when that size is not gdb's amd64 816
+// or 2416 bytes; IOError and Corruption from reading and writing.
+Status WriteStretchedTfile(const std::string& sample_path, const std::string& out_path,
+                           std::uint64_t frames, std::uint64_t block_size = 0);
 
 }  // namespace backstep::core::testing
