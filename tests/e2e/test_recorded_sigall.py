@@ -217,13 +217,18 @@ class SigallLldbTest(unittest.TestCase):
     def quiet(self, keep):
         """`process handle` keeping only `keep` stopping."""
         others = " ".join("SIG" + s for s in SIGNALS if s not in keep)
-        return ["process handle -s false -n false -p true " + others,
-                "process handle -s true -n true -p true " + " ".join("SIG" + s for s in keep)]
+        commands = ["process handle -s false -n false -p true " + others]
+        if keep:  # without names, `process handle` changes every signal
+            commands.append("process handle -s true -n true -p true " +
+                            " ".join("SIG" + s for s in keep))
+        return commands
 
     def test_lldb_stops_honour_process_handle(self):
         out = self.lldb(self.quiet(["USR1", "TSTP"]) + [
             "continue", "continue", "backstep reverse-continue", "continue", "continue"])
-        reasons = re.findall(r"stop reason = signal (SIG\w+)", out)
+        # SIGTRAP: the stop at the start (`backstep open`) and LLDB 19's
+        # history boundary.
+        reasons = [r for r in re.findall(r"stop reason = signal (SIG\w+)", out) if r != "SIGTRAP"]
         self.assertEqual(reasons, ["SIGUSR1", "SIGTSTP", "SIGUSR1", "SIGTSTP"], out)
 
     def test_lldb_reverse_finish_out_of_a_handler(self):

@@ -222,8 +222,12 @@ class TraceTarget final : public Target,
                                                  const core::StopEvent& stop);
   // The stopping delivery of `thread` at position `position`, if any.
   core::Expected<std::optional<Slot>> DeliveryAt(std::uint64_t position, core::ThreadId thread);
-  // Whether event `event` delivers a signal (passed or not).
-  core::Expected<bool> IsDelivery(std::uint64_t event);
+  // The last signal delivery of `thread` before `before` that put the
+  // handler's return address at `slot` (sp == slot at the handler's first
+  // instruction), if any among the last few deliveries.
+  core::Expected<std::optional<core::Position>> DeliveryWithFrameAt(core::Address slot,
+                                                                   core::ThreadId thread,
+                                                                   core::Position before);
   // Moves to the slot and reports it.
   core::Expected<StopReason> StopAt(const Slot& slot);
   // Exited/Terminated when a forward continue starts at the end of a trace

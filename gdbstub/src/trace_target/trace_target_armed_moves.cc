@@ -44,6 +44,14 @@ core::Expected<core::Position> TraceTarget::ArmReverseFinish(core::Address retur
   std::memcpy(&return_address, word, 8);
   BACKSTEP_ASSIGN_OR_RETURN(std::optional<core::Position> call,
                             FindCall(return_slot, return_address, position()));
+  if (signals() != nullptr) {
+    // Out of a signal handler, the "call" is the delivery (the kernel's
+    // frame holds the return address): reverse-finish goes back to where
+    // the signal interrupted the program.
+    BACKSTEP_ASSIGN_OR_RETURN(std::optional<core::Position> delivery,
+                              DeliveryWithFrameAt(return_slot, current_thread(), position()));
+    if (delivery && (!call || *delivery > *call)) call = delivery;
+  }
   if (!call) {
     return core::Status::NotFound("no call stored the return address " +
                                   HexAddress(return_address) + " at " + HexAddress(return_slot) +
@@ -114,13 +122,6 @@ core::Expected<std::optional<core::Position>> TraceTarget::FindCall(core::Addres
     BACKSTEP_ASSIGN_OR_RETURN(std::optional<core::Access> write,
                               core::LastWrite(*trace_, slot, 8, before));
     if (!write) return std::optional<core::Position>();
-    if (signals() != nullptr) {
-      // The kernel's frame of a signal's delivery holds the handler's
-      // return address: out of a handler, reverse-finish goes back to where
-      // the signal interrupted the program.
-      BACKSTEP_ASSIGN_OR_RETURN(bool delivery, IsDelivery(write->event));
-      if (delivery) return std::optional<core::Position>(core::Position(write->event));
-    }
     BACKSTEP_RETURN_IF_ERROR((*probe)->Seek(core::Position(write->event)));
     auto regs = (*probe)->Registers(write->thread);
     if (regs.ok() && (*regs)->known(arch.pc()) && (*regs)->known(arch.sp())) {

@@ -114,11 +114,30 @@ core::Expected<std::optional<TraceTarget::Slot>> TraceTarget::DeliveryAt(std::ui
   return std::optional<Slot>(*it);
 }
 
-core::Expected<bool> TraceTarget::IsDelivery(std::uint64_t event) {
+core::Expected<std::optional<core::Position>> TraceTarget::DeliveryWithFrameAt(
+    core::Address slot, core::ThreadId thread, core::Position before) {
+  // NOTE: the frame's return address is not found by its last write: a
+  // recording keeps only changed bytes, and every delivery of a handler
+  // stores the same restorer address at the same place.
+  constexpr int kMaxDeliveries = 64;
   BACKSTEP_ASSIGN_OR_RETURN(const Ending* ending, Scan());
-  const std::uint64_t key = 3 * event + Slot::kSignal;
-  return std::binary_search(ending->slots.begin(), ending->slots.end(), Slot{key},
-                            [](const Slot& a, const Slot& b) { return a.key < b.key; });
+  const std::vector<Slot>& slots = ending->slots;
+  BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<core::Cursor> probe, trace_->NewCursor());
+  const core::RegisterId sp = trace_->arch().sp();
+  int tried = 0;
+  for (auto it = std::lower_bound(slots.begin(), slots.end(), 3 * before.value,
+                                  [](const Slot& s, std::uint64_t key) { return s.key < key; });
+       it != slots.begin() && tried < kMaxDeliveries;) {
+    --it;
+    if (it->kind != Slot::kSignal || it->thread != thread) continue;
+    ++tried;
+    BACKSTEP_RETURN_IF_ERROR(probe->Seek(core::Position(it->position() + 1)));
+    auto registers = probe->Registers(thread);
+    if (registers.ok() && (*registers)->known(sp) && (*registers)->u64(sp) == slot) {
+      return std::optional<core::Position>(core::Position(it->position()));
+    }
+  }
+  return std::optional<core::Position>();
 }
 
 core::Expected<StopReason> TraceTarget::StopAt(const Slot& slot) {
