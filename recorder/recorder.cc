@@ -788,7 +788,7 @@ core::Status Session::OnSignal(core::Address pc, const Decoded& d, int sig, bool
     // The process would stop until a SIGCONT: the recording would wait for
     // ever. The recorder drops the signal, which resumes it at once.
     std::fprintf(stderr,
-                 "record: %s stopped the program (default action); the recorder resumed it\n",
+                 "backstep: %s stopped the program (default action); the recorder resumed it\n",
                  name.c_str());
     return core::Status::Ok();
   }

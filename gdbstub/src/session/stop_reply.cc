@@ -101,8 +101,8 @@ std::string FormatStopReply(const StopReason& reason, Target& target,
   const auto* terminated = std::get_if<Terminated>(&reason);
   if (exited != nullptr || terminated != nullptr) {
     std::string out = exited != nullptr ? "W" : "X";
-    AppendHexByte(out, exited != nullptr ? exited->code
-                                         : StopSignal(Signaled{terminated->number}, options));
+    AppendHexByte(
+        out, exited != nullptr ? exited->code : StopSignal(Signaled{terminated->number}, options));
     if (options.multiprocess) {
       out += ";process:";
       AppendHexNumber(out, target.pid());

@@ -226,8 +226,8 @@ class TraceTarget final : public Target,
   // handler's return address at `slot` (sp == slot at the handler's first
   // instruction), if any among the last few deliveries.
   core::Expected<std::optional<core::Position>> DeliveryWithFrameAt(core::Address slot,
-                                                                   core::ThreadId thread,
-                                                                   core::Position before);
+                                                                    core::ThreadId thread,
+                                                                    core::Position before);
   // Moves to the slot and reports it.
   core::Expected<StopReason> StopAt(const Slot& slot);
   // Exited/Terminated when a forward continue starts at the end of a trace

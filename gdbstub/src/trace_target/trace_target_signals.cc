@@ -79,10 +79,9 @@ core::Expected<std::optional<TraceTarget::Slot>> TraceTarget::SlotBefore(
     // comes before a breakpoint or watchpoint, an entry after it.
     const std::uint64_t after = stop_slot_ ? stop_slot_->key : 3 * p + Slot::kSignal;
     const std::uint64_t last = 3 * s + (edge ? Slot::kEntry : Slot::kSignal);
-    for (auto it = std::upper_bound(slots.begin(), slots.end(), after,
-                                    [](std::uint64_t key, const Slot& slot) {
-                                      return key < slot.key;
-                                    });
+    for (auto it =
+             std::upper_bound(slots.begin(), slots.end(), after,
+                              [](std::uint64_t key, const Slot&slot) { return key < slot.key; });
          it != slots.end() && it->key <= last; ++it) {
       if (Stops(*it)) return std::optional<Slot>(*it);
     }
@@ -105,9 +104,8 @@ core::Expected<std::optional<TraceTarget::Slot>> TraceTarget::DeliveryAt(std::ui
                                                                          core::ThreadId thread) {
   BACKSTEP_ASSIGN_OR_RETURN(const Ending* ending, Scan());
   const std::uint64_t key = 3 * position + Slot::kSignal;
-  const auto it = std::lower_bound(
-      ending->slots.begin(), ending->slots.end(), key,
-      [](const Slot& slot, std::uint64_t k) { return slot.key < k; });
+  const auto it = std::lower_bound(ending->slots.begin(), ending->slots.end(), key,
+                                   [](const Slot& slot, std::uint64_t k) { return slot.key < k; });
   if (it == ending->slots.end() || it->key != key || it->thread != thread || !Stops(*it)) {
     return std::optional<Slot>();
   }
@@ -126,7 +124,7 @@ core::Expected<std::optional<core::Position>> TraceTarget::DeliveryWithFrameAt(
   const core::RegisterId sp = trace_->arch().sp();
   int tried = 0;
   for (auto it = std::lower_bound(slots.begin(), slots.end(), 3 * before.value,
-                                  [](const Slot& s, std::uint64_t key) { return s.key < key; });
+                                  [](const Slot&s, std::uint64_t key) { return s.key < key; });
        it != slots.begin() && tried < kMaxDeliveries;) {
     --it;
     if (it->kind != Slot::kSignal || it->thread != thread) continue;

@@ -23,11 +23,11 @@
 namespace backstep::core {
 
 struct EventNotes {
-  int signal = 0;             // delivered by a kInterrupt event
-  int killed_by = 0;          // a kMarker: the signal that ended the process
-  std::int64_t syscall = -1;  // the system call made, or -1
-  int exit_status = -1;       // x86-64 exit/exit_group: the status (arg 0 & 0xff)
-  bool exits = false;         // a kMarker: the process ended (exit or signal)
+  int signal = 0;                     // delivered by a kInterrupt event
+  int killed_by = 0;                  // a kMarker: the signal that ended the process
+  std::int64_t syscall = -1;          // the system call made, or -1
+  int exit_status = -1;               // x86-64 exit/exit_group: the status (arg 0 & 0xff)
+  bool exits = false;                 // a kMarker: the process ended (exit or signal)
   std::vector<std::uint8_t> siginfo;  // of the delivered signal, when recorded
 };
 

@@ -226,7 +226,8 @@ Status UsercornEventDecoder::ConsumeSyscall(Work& w, SnappyPos at) {
     std::vector<std::uint8_t> siginfo;
     if (op_.args.size() == 1 + kUcirSiginfoSize / 8) {
       for (std::size_t i = 1; i < op_.args.size(); ++i) {
-        for (int b = 0; b < 8; ++b) siginfo.push_back(static_cast<std::uint8_t>(op_.args[i] >> (8 * b)));
+        for (int b = 0; b < 8; ++b)
+          siginfo.push_back(static_cast<std::uint8_t>(op_.args[i] >> (8 * b)));
       }
     }
     Describe(SignalNote(delivered, siginfo));

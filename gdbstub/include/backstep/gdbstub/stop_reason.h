@@ -85,8 +85,8 @@ struct Terminated {
   bool operator==(const Terminated&) const = default;
 };
 
-using StopReason = std::variant<DoneStep, SwBreak, HwBreak, Watch, HistoryEdge, Interrupted,
-                                Exited, Signaled, SyscallEntry, SyscallReturn, Terminated>;
+using StopReason = std::variant<DoneStep, SwBreak, HwBreak, Watch, HistoryEdge, Interrupted, Exited,
+                                Signaled, SyscallEntry, SyscallReturn, Terminated>;
 
 // What was negotiated with the client, as far as stop replies care.
 struct StopReplyOptions {
