@@ -319,6 +319,7 @@ struct TeeSink : RecordingSink {
     per_instruction.emplace_back();  // an event without reads
     next_.OnSignal(s);
   }
+  void OnKilled(int signal) override { next_.OnKilled(signal); }
   core::Status Finish(bool exited) override { return next_.Finish(exited); }
   std::vector<std::vector<std::pair<core::Address, std::vector<std::uint8_t>>>> per_instruction;
 

@@ -5,12 +5,14 @@
 #include <sys/syscall.h>
 #include <x86intrin.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <string_view>
 
 #include "recorder/address_space.h"
 #include "recorder/cpu_state.h"
@@ -33,17 +35,38 @@ std::string SignalName(int sig) {
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
-// Whether the program has a handler for `sig` (/proc/PID/status SigCgt).
-bool HandlesSignal(pid_t pid, int sig) {
+// Whether `sig` is in the signal mask `field` ("SigCgt:" handled, "SigIgn:"
+// ignored) of /proc/PID/status; `unknown` when it cannot be read.
+bool SignalInMask(pid_t pid, std::string_view field, int sig, bool unknown) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("SigCgt:", 0) == 0) {
-      const std::uint64_t mask = std::stoull(line.substr(7), nullptr, 16);
+    if (line.rfind(field, 0) == 0) {
+      const std::uint64_t mask = std::stoull(line.substr(field.size()), nullptr, 16);
       return (mask >> (sig - 1)) & 1;
     }
   }
-  return true;  // unknown: assume the worst
+  return unknown;
+}
+
+// Whether the program has a handler for `sig`.
+bool HandlesSignal(pid_t pid, int sig) {
+  return SignalInMask(pid, "SigCgt:", sig, true);  // unknown: assume the worst
+}
+
+// Whether `sig`'s default action stops the process.
+bool StopsByDefault(int sig) {
+  return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+// Whether the instruction at `before` ran: the registers differ, the flags
+// that single-stepping and a fault set aside (TF; RF, set in the flags a
+// fault saves).
+bool InstructionRan(const user_regs_struct& before, const user_regs_struct& now) {
+  user_regs_struct a = before, b = now;
+  a.eflags &= ~(kTf | kRf);
+  b.eflags &= ~(kTf | kRf);
+  return std::memcmp(&a, &b, sizeof a) != 0;
 }
 
 // Whether system call `nr` may wait for another thread (or the outside
@@ -187,6 +210,7 @@ class Session {
   std::vector<core::MemoryAccess> reads_;
   int pending_signal_ = 0;
   bool cpuid_faults_ = false;  // --cpuid portable through CPUID faulting (Start)
+  std::array<std::uint8_t, 128> siginfo_{};  // of the signal OnSignal handles
   core::Address last_pc_ = 0;
   std::vector<Thread> threads_;
   std::size_t current_ = 0;
@@ -765,14 +789,15 @@ core::Status Session::OnSignal(core::Address pc, const Decoded& d, int sig, bool
     return core::Status::Ok();
   }
   const std::string name = SignalName(sig);
-  if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
-    return core::Status::Unsupported("the program received " + name +
-                                     ": stop signals are not supported yet");
+  siginfo_.fill(0);
+  ptrace(PTRACE_GETSIGINFO, tracee_.thread(), nullptr, siginfo_.data());
+  // SIGSTOP cannot be handled; the others stop only by default.
+  if (HandlesSignal(tracee_.pid(), sig) && sig != SIGSTOP) {
+    return DeliverHandled(pc, d, sig, done);
   }
-  if (HandlesSignal(tracee_.pid(), sig)) return DeliverHandled(pc, d, sig, done);
   user_regs_struct now{};
   if (core::Status s = tracee_.GetRegs(&now); !s.ok()) return s;
-  if (std::memcmp(&now, &regs_, sizeof now) != 0) {
+  if (InstructionRan(regs_, now)) {
     // The instruction ran first (a system call that returned as the signal
     // came, SIGCHLD after wait4): record it, then deliver.
     if (!d.syscall || IsRestart(now.rax)) {
@@ -784,8 +809,20 @@ core::Status Session::OnSignal(core::Address pc, const Decoded& d, int sig, bool
     }
     if (core::Status s = OnStepped(pc, d); !s.ok()) return s;
   }
-  // Not handled: deliver it with the next step (ignored: it vanishes; fatal: the
-  // program ends, and the recording with it).
+  // Not handled: recorded as a delivery without effects (a debugger stops
+  // there, as on the live process), then delivered with the next step
+  // (ignored: it vanishes; fatal: the program ends, and the recording with it).
+  ++result_.signals;
+  SinkFollows();
+  sink_.OnSignal({sig, regs_.rip, siginfo_, {}, {}});
+  if (StopsByDefault(sig) && !SignalInMask(tracee_.pid(), "SigIgn:", sig, false)) {
+    // The process would stop until a SIGCONT: the recording would wait for
+    // ever. The recorder drops the signal, which resumes it at once.
+    std::fprintf(stderr,
+                 "backstep: %s stopped the program (default action); the recorder resumed it\n",
+                 name.c_str());
+    return core::Status::Ok();
+  }
   pending_signal_ = sig;
   return core::Status::Ok();
 }
@@ -794,7 +831,7 @@ core::Status Session::DeliverHandled(core::Address pc, const Decoded& d, int sig
   const std::string name = SignalName(sig);
   user_regs_struct now{};
   if (core::Status s = tracee_.GetRegs(&now); !s.ok()) return s;
-  if (std::memcmp(&now, &regs_, sizeof now) != 0) {
+  if (InstructionRan(regs_, now)) {
     // The instruction ran first: a system call (completed, or interrupted
     // with -ERESTART*, which the delivery turns into -EINTR or a restart).
     if (!d.syscall) {
@@ -858,7 +895,7 @@ core::Status Session::DeliverHandled(core::Address pc, const Decoded& d, int sig
   regs_ = after;
   ++result_.signals;
   SinkFollows();
-  sink_.OnSignal({sig, after.rip, changes_, writes_});
+  sink_.OnSignal({sig, after.rip, siginfo_, changes_, writes_});
   return core::Status::Ok();
 }
 

@@ -45,11 +45,15 @@
 // parent's, the system call returns 0.
 //
 // Refused (Unsupported, the trace ends before the instruction): execve
-// (UCIR holds one executable), stop signals, int3, the main thread's exit
-// while others run, following a child of a multi-threaded program, a
-// signal arriving during another signal's delivery.
-// Signals it does not handle are delivered (ignored ones vanish, fatal ones
-// end the recording like an exit).
+// (UCIR holds one executable), int3, the main thread's exit while others
+// run, following a child of a multi-threaded program, a signal arriving
+// during another signal's delivery.
+// Signals it does not handle are recorded as a delivery without effects
+// (SignalRecord with no registers nor writes), then delivered (ignored ones
+// vanish, fatal ones end the program: RecordingSink::OnKilled). A stop
+// signal whose default action would stop the process (SIGSTOP, or an
+// unhandled SIGTSTP/SIGTTIN/SIGTTOU) is dropped: the process goes on, and
+// stderr says so.
 //
 // Thread-safety: one recording per thread (ptrace is per-thread).
 #pragma once

@@ -85,6 +85,7 @@ struct ThreadStartRecord {
 struct SignalRecord {
   int signal = 0;
   core::Address handler = 0;
+  std::span<const std::uint8_t> siginfo;  // the kernel's siginfo_t (128 bytes), if read
   std::span<const core::RegisterWrite> registers;
   std::span<const core::MemoryAccess> writes;
 };
@@ -113,8 +114,12 @@ class RecordingSink {
   virtual void OnThreadSwitch(std::uint32_t to, std::optional<core::Address> from_next_pc) {
     (void)to, (void)from_next_pc;
   }
-  // A handled signal's delivery (between two OnInstruction calls).
+  // A signal's delivery (between two OnInstruction calls): a handled one's
+  // frame and jump, or nothing (ignored, fatal, or a stop the recorder
+  // resumed: registers and writes empty, handler = the current pc).
   virtual void OnSignal(const SignalRecord& signal) { (void)signal; }
+  // Right before Finish(true) when signal `signal` ended the program.
+  virtual void OnKilled(int signal) { (void)signal; }
   // Right after OnThreadSwitch(start.thread): the new thread's state.
   virtual void OnThreadStart(const ThreadStartRecord& start) { (void)start; }
   // `exited`: the program ended (as opposed to being cut short).

@@ -22,6 +22,9 @@ core::Expected<RecordResult> RunSession(Session& session, RecordingSink& sink) {
   // the trace complete.
   const bool ended = session.result().end == RecordResult::End::kExited ||
                      session.result().end == RecordResult::End::kKilled;
+  if (run.ok() && session.result().end == RecordResult::End::kKilled) {
+    sink.OnKilled(session.result().signal);
+  }
   core::Status finish = sink.Finish(run.ok() && ended);
   if (!run.ok()) return run;
   if (!finish.ok()) return finish;

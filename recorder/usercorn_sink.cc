@@ -199,13 +199,19 @@ void UsercornSink::OnSignal(const SignalRecord& s) {
   u.writes = s.writes;
   u.registers = regs;
   u.special = special;
-  writer_->AppendJumpEvent(u);
+  writer_->AppendSignal(s.signal, s.siginfo, u);
+}
+
+void UsercornSink::OnKilled(int signal) {
+  if (finished_ || killed_) return;
+  killed_ = true;
+  writer_->AppendKilled(signal);
 }
 
 core::Status UsercornSink::Finish(bool exited) {
   if (finished_) return writer_->status();
   finished_ = true;
-  if (exited) writer_->AppendExit();
+  if (exited && !killed_) writer_->AppendExit();
   return writer_->Finish();
 }
 

@@ -53,6 +53,7 @@ class UsercornSink final : public RecordingSink {
   // A signal's delivery is an event of its own: its writes and registers,
   // then a JMP to the handler.
   void OnSignal(const SignalRecord& signal) override;
+  void OnKilled(int signal) override;
   core::Status Finish(bool exited) override;
 
  private:
@@ -76,6 +77,7 @@ class UsercornSink final : public RecordingSink {
   std::map<std::uint32_t, Halves> others_;
   std::uint32_t thread_ = 0;
   bool finished_ = false;
+  bool killed_ = false;  // OnKilled: the EXIT is written
 };
 
 }  // namespace backstep::record

@@ -52,6 +52,9 @@ std::string QSupportedReply(Target& target, std::size_t packet_size) {
   if (target.breakpoints() != nullptr) out += ";swbreak+;hwbreak+";
   out += ";vContSupported+";
   if (target.reverse_execution() != nullptr) out += ";ReverseStep+;ReverseContinue+";
+  if (target.signals() != nullptr) {
+    out += ";QPassSignals+;QProgramSignals+;QCatchSyscalls+;qXfer:siginfo:read+";
+  }
   // Only for frames that know just what they collected (a tfile): gdb then
   // shows memory outside a frame's collection as <unavailable>, where a
   // full-state trace's frames know everything.

@@ -14,6 +14,7 @@
 #include "packets/registers.h"
 #include "packets/resume.h"
 #include "packets/search.h"
+#include "packets/signals.h"
 #include "packets/threads.h"
 #include "packets/trace_frames.h"
 #include "packets/xfer.h"
@@ -49,6 +50,10 @@ constexpr auto kRoutes = std::to_array<Route>({
     {"qXfer:exec-file:read:", kPrefix, C::kExecFile, HandleXferExecFile},
     {"qXfer:threads:read:", kPrefix, C::kNone, HandleXferThreads},
     {"qXfer:traceframe-info:read:", kPrefix, C::kTraceFrames, HandleXferTraceframeInfo},
+    {"qXfer:siginfo:read:", kPrefix, C::kSignals, HandleXferSiginfo},
+    {"QPassSignals", kPrefix, C::kSignals, HandlePassSignals},
+    {"QProgramSignals", kPrefix, C::kSignals, HandleProgramSignals},
+    {"QCatchSyscalls", kPrefix, C::kSignals, HandleCatchSyscalls},
     // Threads (threads.h).
     {"H", kPrefix, C::kNone, HandleSetThread},
     {"T", kPrefix, C::kNone, HandleThreadAlive},
@@ -140,6 +145,8 @@ bool HasCapability(Target& target, Capability capability) {
       return !target.auxv().empty();
     case Capability::kExecFile:
       return !target.exec_file().empty();
+    case Capability::kSignals:
+      return target.signals() != nullptr;
   }
   return false;
 }

@@ -33,6 +33,7 @@ enum class Capability : unsigned char {
   kMemoryMap,
   kAuxv,
   kExecFile,
+  kSignals,
 };
 
 enum class Match : unsigned char {

@@ -243,5 +243,17 @@ TEST(ResumeTest, ExitedIsAWReply) {
             Stop(0x401000) + "awatch:10;");
 }
 
+TEST(ResumeTest, SignalSyscallAndTerminationReplies) {
+  FakeTarget target;
+  // gdb numbers SIGUSR1 30 (0x1e) and SIGSEGV 11; LLDB as Linux does.
+  EXPECT_EQ(FormatStopReply(Signaled{10}, target, {}).substr(0, 3), "T1e");
+  EXPECT_EQ(FormatStopReply(Signaled{10}, target, {.host_signals = true}).substr(0, 3), "T0a");
+  EXPECT_EQ(FormatStopReply(SyscallEntry{1}, target, {}), Stop(0x401000) + "syscall_entry:1;");
+  EXPECT_EQ(FormatStopReply(SyscallReturn{0xe7}, target, {}),
+            Stop(0x401000) + "syscall_return:e7;");
+  EXPECT_EQ(FormatStopReply(Terminated{11}, target, {}), "X0b");
+  EXPECT_EQ(FormatStopReply(Terminated{10}, target, {.multiprocess = true}), "X1e;process:1");
+}
+
 }  // namespace
 }  // namespace backstep::gdbstub

@@ -152,7 +152,10 @@ void Session::AppendThread(std::string& out, core::ThreadId thread) {
 
 StopReplyOptions Session::stop_reply_options() const {
   const Negotiated& n = state_.negotiated;
-  return StopReplyOptions{n.multiprocess, n.swbreak, n.hwbreak, n.list_threads_in_stop_reply};
+  // LLDB (the only client that sends QThreadSuffixSupported) numbers
+  // signals as the target does; gdb has numbers of its own.
+  return StopReplyOptions{n.multiprocess, n.swbreak, n.hwbreak, n.list_threads_in_stop_reply,
+                          n.thread_suffix};
 }
 
 std::span<std::uint8_t> Session::Scratch(std::size_t size) {

@@ -6,6 +6,7 @@
 #include "backstep/gdbstub/target.h"
 #include "packets/registers.h"
 #include "packets/thread_id.h"
+#include "protocol/gdb_signals.h"
 #include "protocol/hex.h"
 
 namespace backstep::gdbstub {
@@ -77,6 +78,10 @@ std::string ReasonKey(const StopReason& reason, const StopReplyOptions& options)
           std::string out(WatchKey(r.kind));
           AppendHexNumber(out, r.addr);
           return out + ';';
+        } else if constexpr (std::is_same_v<R, SyscallEntry> || std::is_same_v<R, SyscallReturn>) {
+          std::string out(std::is_same_v<R, SyscallEntry> ? "syscall_entry:" : "syscall_return:");
+          AppendHexNumber(out, r.number);
+          return out + ';';
         } else if constexpr (std::is_same_v<R, HistoryEdge>) {
           // NOTE: `reason:` first: an LLDB that knows replaylog: (22) lets
           // it override the reason with its own "history boundary".
@@ -89,6 +94,16 @@ std::string ReasonKey(const StopReason& reason, const StopReplyOptions& options)
         }
       },
       reason);
+}
+
+// The signal number of a `T` reply.
+std::uint8_t StopSignal(const StopReason& reason, const StopReplyOptions& options) {
+  if (std::holds_alternative<Interrupted>(reason)) return kSigInt;
+  if (const auto* signal = std::get_if<Signaled>(&reason)) {
+    if (options.host_signals) return static_cast<std::uint8_t>(signal->number);
+    return GdbSignalFromLinux(signal->number).value_or(kSigTrap);
+  }
+  return kSigTrap;
 }
 
 // A register value as a number (thread-pcs:), if fully known and <= 8 bytes.
@@ -125,9 +140,12 @@ void AppendThreadList(std::string& out, Target& target, const StopReplyOptions& 
 
 std::string FormatStopReply(const StopReason& reason, Target& target,
                             const StopReplyOptions& options) {
-  if (const auto* exited = std::get_if<Exited>(&reason)) {
-    std::string out = "W";
-    AppendHexByte(out, exited->code);
+  const auto* exited = std::get_if<Exited>(&reason);
+  const auto* terminated = std::get_if<Terminated>(&reason);
+  if (exited != nullptr || terminated != nullptr) {
+    std::string out = exited != nullptr ? "W" : "X";
+    AppendHexByte(
+        out, exited != nullptr ? exited->code : StopSignal(Signaled{terminated->number}, options));
     if (options.multiprocess) {
       out += ";process:";
       AppendHexNumber(out, target.pid());
@@ -135,7 +153,7 @@ std::string FormatStopReply(const StopReason& reason, Target& target,
     return out;
   }
   std::string out = "T";
-  AppendHexByte(out, std::holds_alternative<Interrupted>(reason) ? kSigInt : kSigTrap);
+  AppendHexByte(out, StopSignal(reason, options));
   core::ThreadId thread = target.current_thread();
   out += "thread:";
   AppendThreadId(out, target.pid(), thread, options.multiprocess);

@@ -8,6 +8,7 @@
 //   trace_target_monitor.cc  monitor commands
 //   stop_points.h            breakpoint and watchpoint bookkeeping (StopPoints)
 //   trace_target_armed_moves.cc  reverse-finish and reverse-next armed moves
+//   trace_target_signals.cc  signal deliveries: stops, QPassSignals, siginfo
 //
 // Positions and threads (docs/protocol.md §6): the cursor's position is a state
 // index. A step of thread T from p executes T's next event e (the first event
@@ -48,7 +49,8 @@ class TraceTarget final : public Target,
                           public Breakpoints,
                           public Watchpoints,
                           public TraceFrames,
-                          public MonitorCommands {
+                          public MonitorCommands,
+                          public Signals {
  public:
   static core::Expected<std::unique_ptr<TraceTarget>> Create(
       std::shared_ptr<const core::Trace> trace, TraceTargetOptions options);
@@ -74,6 +76,8 @@ class TraceTarget final : public Target,
   Watchpoints* watchpoints() override { return this; }
   TraceFrames* trace_frames() override { return this; }
   MonitorCommands* monitor_commands() override { return this; }
+  // Only for traces whose events may carry signals (TraceHeader).
+  Signals* signals() override;
 
   // ---- TraceController
   core::Position position() const override { return cursor_->position(); }
@@ -114,6 +118,25 @@ class TraceTarget final : public Target,
 
   // ---- MonitorCommands (trace_target_monitor.cc)
   core::Expected<std::string> RunMonitorCommand(std::string_view command) override;
+
+  // ---- Signals (trace_target_signals.cc). Stop slots, in trace order: at
+  // position p, the return of the system call event p - 1 made, then the
+  // delivery of a signal at event p (the signal is pending, the handler has
+  // not run), then the entry of the system call event p makes. Forward, a
+  // continue stops at the first slot after the last stop (after a plain stop
+  // at p: an entry at p still comes); backward at the first slot before it
+  // (after a plain stop at p: before p), as gdb's `record full` does. A step
+  // reports the delivery it lands on. At the end of a trace that records the
+  // process's end, a forward continue from the last position replies
+  // Exited/Terminated (a second continue: the first stops at the end of the
+  // history, from where reverse commands still work).
+  void SetPassSignals(std::vector<int> signals) override { pass_signals_ = std::move(signals); }
+  // The recorded siginfo_t of the delivery; when the trace has none, 128
+  // bytes holding only si_signo.
+  core::Expected<std::vector<std::uint8_t>> SignalInfo() override;
+  void CatchSyscalls(std::optional<std::vector<std::uint64_t>> numbers) override {
+    catch_syscalls_ = std::move(numbers);
+  }
 
   const core::Trace& trace() const { return *trace_; }
   // The first position whose pc is known: where the target starts and the
@@ -185,6 +208,43 @@ class TraceTarget final : public Target,
   core::Status MoveTo(core::Position p, std::optional<core::ThreadId> thread);
   StopReason ToStopReason(const core::StopEvent& stop) const;
 
+  // ---- trace_target_signals.cc
+  struct Slot {
+    enum Kind : unsigned char { kReturn = 0, kSignal = 1, kEntry = 2 };
+    std::uint64_t key = 0;  // 3 * position + kind
+    Kind kind = kSignal;
+    std::uint64_t number = 0;  // signal or system call
+    core::ThreadId thread;
+    std::uint64_t position() const { return key / 3; }
+  };
+  struct Ending {
+    bool scanned = false;
+    std::vector<Slot> slots;  // by key
+    int exit_status = -1;     // of the last event that exits
+    int killed_by = 0;        // the signal of the final marker
+    bool exits = false;       // the last event is the process's end
+  };
+  // The slots of the trace (one pass over the events, the first time).
+  core::Expected<const Ending*> Scan();
+  // Whether a resume stops at `slot` (signals not passed, caught system calls).
+  bool Stops(const Slot& slot) const;
+  // The slot a continue from position() meets before `stop`, if any.
+  core::Expected<std::optional<Slot>> SlotBefore(core::Direction direction,
+                                                 const core::StopEvent& stop);
+  // The stopping delivery of `thread` at position `position`, if any.
+  core::Expected<std::optional<Slot>> DeliveryAt(std::uint64_t position, core::ThreadId thread);
+  // The last signal delivery of `thread` before `before` that put the
+  // handler's return address at `slot` (sp == slot at the handler's first
+  // instruction), if any among the last few deliveries.
+  core::Expected<std::optional<core::Position>> DeliveryWithFrameAt(core::Address slot,
+                                                                    core::ThreadId thread,
+                                                                    core::Position before);
+  // Moves to the slot and reports it.
+  core::Expected<StopReason> StopAt(const Slot& slot);
+  // Exited/Terminated when a forward continue starts at the end of a trace
+  // that records the process's end.
+  core::Expected<std::optional<StopReason>> EndOfProcess();
+
   // ---- trace_target_frames.cc
   bool frames_are_events() const;  // tfile: frame n = position n + 1
   std::uint64_t FramePosition(std::uint32_t frame) const;
@@ -249,6 +309,10 @@ class TraceTarget final : public Target,
   core::Position threads_position_;
 
   StopPoints stop_points_;
+  Ending ending_;
+  std::vector<int> pass_signals_;
+  std::optional<std::vector<std::uint64_t>> catch_syscalls_;
+  std::optional<Slot> stop_slot_;  // of the last stop, when it was a slot
   Armed armed_;
   core::Direction direction_ = core::Direction::kForward;
 };

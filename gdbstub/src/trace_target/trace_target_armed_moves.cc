@@ -44,6 +44,14 @@ core::Expected<core::Position> TraceTarget::ArmReverseFinish(core::Address retur
   std::memcpy(&return_address, word, 8);
   BACKSTEP_ASSIGN_OR_RETURN(std::optional<core::Position> call,
                             FindCall(return_slot, return_address, position()));
+  if (signals() != nullptr) {
+    // Out of a signal handler, the "call" is the delivery (the kernel's
+    // frame holds the return address): reverse-finish goes back to where
+    // the signal interrupted the program.
+    BACKSTEP_ASSIGN_OR_RETURN(std::optional<core::Position> delivery,
+                              DeliveryWithFrameAt(return_slot, current_thread(), position()));
+    if (delivery && (!call || *delivery > *call)) call = delivery;
+  }
   if (!call) {
     return core::Status::NotFound("no call stored the return address " +
                                   HexAddress(return_address) + " at " + HexAddress(return_slot) +

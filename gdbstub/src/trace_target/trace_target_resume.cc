@@ -136,6 +136,10 @@ core::Expected<StopReason> TraceTarget::Step(core::Direction direction,
       return ToStopReason(stop);
     }
   }
+  if (forward && signals() != nullptr) {
+    BACKSTEP_ASSIGN_OR_RETURN(std::optional<Slot> delivery, DeliveryAt(land.value, stepping));
+    if (delivery) return StopAt(*delivery);
+  }
   BACKSTEP_RETURN_IF_ERROR(MoveTo(land, stepping));
   return StopReason(DoneStep{});
 }
@@ -159,10 +163,18 @@ core::Expected<std::optional<std::uint64_t>> TraceTarget::PrevEventWithPc(core::
 
 core::Expected<StopReason> TraceTarget::Continue(core::Direction direction,
                                                  const std::atomic<bool>* interrupt) {
+  if (direction == core::Direction::kForward && signals() != nullptr) {
+    BACKSTEP_ASSIGN_OR_RETURN(std::optional<StopReason> end, EndOfProcess());
+    if (end) return *end;
+  }
   auto stop = core::RunUntil(*trace_, position(), direction, Condition(interrupt));
   if (!stop.ok()) {
     if (stop.status().code() == core::StatusCode::kInterrupted) return StopReason(Interrupted{});
     return stop.status();
+  }
+  if (signals() != nullptr) {
+    BACKSTEP_ASSIGN_OR_RETURN(std::optional<Slot> slot, SlotBefore(direction, *stop));
+    if (slot) return StopAt(*slot);
   }
   BACKSTEP_RETURN_IF_ERROR(MoveTo(stop->position, stop->thread));
   return ToStopReason(*stop);
@@ -189,6 +201,7 @@ core::Status TraceTarget::MoveTo(core::Position p, std::optional<core::ThreadId>
     BACKSTEP_RETURN_IF_ERROR(cursor_->Seek(p));
   }
   stop_thread_ = thread;
+  stop_slot_.reset();
   return core::Status::Ok();
 }
 

@@ -70,6 +70,7 @@ class WatchedTarget final : public Target, public ReverseExecution, public Range
   TraceFrames* trace_frames() override { return inner_.trace_frames(); }
   MonitorCommands* monitor_commands() override { return inner_.monitor_commands(); }
   MemoryMap* memory_map() override { return inner_.memory_map(); }
+  Signals* signals() override { return inner_.signals(); }
 
  private:
   Target& inner_;

@@ -44,6 +44,17 @@ struct UsercornMapping {
   std::string desc, file;
 };
 
+// backstep's SYSCALL numbers for signals (no Linux system call has them, so
+// other UCIR readers show them as unknown system calls), args[0] = the Linux
+// signal number (a delivery: then the kernel's 128-byte siginfo_t as 16
+// little-endian u64, when known): kUcirSignalDelivered + n inside the event that delivers
+// signal n; kUcirKilledBySignal + n holding EXIT at the end of a process
+// that signal n ended.
+inline constexpr std::uint32_t kUcirSignalDelivered = 0x53494700;  // "SIG\0"
+inline constexpr std::uint32_t kUcirKilledBySignal = 0x4b494c00;   // "KIL\0"
+inline constexpr std::uint32_t kUcirMaxSignal = 0xff;
+inline constexpr std::size_t kUcirSiginfoSize = 128;
+
 struct UsercornRegisterValue {
   std::uint16_t unicorn = 0;  // Unicorn enum (usercorn_registers.h)
   std::uint64_t value = 0;
@@ -92,6 +103,16 @@ class UsercornRecordingWriter {
   // registers, then a JMP to effects.pc; the reader makes them an event of
   // their own.
   virtual void AppendJumpEvent(const UsercornInstruction& effects) = 0;
+  // The delivery of Linux signal `signal` (1..kUcirMaxSignal): effects as
+  // AppendJumpEvent(), with a SYSCALL kUcirSignalDelivered + signal among
+  // them (none: a signal that had no effect, such as a stop the recorder
+  // resumed).
+  // `siginfo`: the kernel's siginfo_t (128 bytes) or empty.
+  virtual void AppendSignal(int signal, std::span<const std::uint8_t> siginfo,
+                            const UsercornInstruction& effects) = 0;
+  // The process ended by Linux signal `signal`: EXIT inside a SYSCALL
+  // kUcirKilledBySignal + signal.
+  virtual void AppendKilled(int signal) = 0;
 
   // Threads: what follows goes into FRAMEs of `pid` (Begin()'s pid is the
   // first thread). `next_pc`: where the thread written so far continues; a

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "backstep/core/event_notes.h"
+#include "backstep/core/usercorn_recording.h"
 #include "formats/usercorn/usercorn_format.h"
 #include "util/hex.h"
 
@@ -15,6 +17,11 @@ const std::uint8_t kZeros[kMaxMapZeroFill] = {};
 
 std::string Range(Address address, std::uint64_t size) {
   return HexU64(address) + "+" + HexU64(size);
+}
+
+// The signal of one of backstep's signal SYSCALLs based at `base`, or 0.
+int SignalOf(std::uint32_t num, std::uint32_t base) {
+  return num > base && num - base <= kUcirMaxSignal ? static_cast<int>(num - base) : 0;
 }
 
 }  // namespace
@@ -214,12 +221,21 @@ Status UsercornEventDecoder::Consume(UsercornCursor& c, Work& w, bool* stop) {
 }
 
 Status UsercornEventDecoder::ConsumeSyscall(Work& w, SnappyPos at) {
-  std::string text = "syscall " + std::to_string(op_.num) + "(";
-  for (std::size_t i = 0; i < op_.args.size(); ++i) {
-    text += (i ? ", " : "") + HexU64(op_.args[i]);
+  if (const int delivered = SignalOf(op_.num, kUcirSignalDelivered)) {
+    w.signal = delivered;
+    std::vector<std::uint8_t> siginfo;
+    if (op_.args.size() == 1 + kUcirSiginfoSize / 8) {
+      for (std::size_t i = 1; i < op_.args.size(); ++i) {
+        for (int b = 0; b < 8; ++b)
+          siginfo.push_back(static_cast<std::uint8_t>(op_.args[i] >> (8 * b)));
+      }
+    }
+    Describe(SignalNote(delivered, siginfo));
+  } else if (const int fatal = SignalOf(op_.num, kUcirKilledBySignal)) {
+    Describe(KilledNote(fatal));
+  } else {
+    Describe(SyscallNote(op_.num, op_.args, op_.value));
   }
-  text += ") = " + HexU64(op_.value);
-  Describe(text);
   w.content = true;
   const std::uint32_t count = op_.count;
   UsercornCursor unused;
@@ -350,7 +366,7 @@ void UsercornEventDecoder::Describe(const std::string& text) {
 void UsercornEventDecoder::Finish(const Work& w, bool leftover) {
   Event& e = *w.event;
   e.thread = UsercornThread(w.pid);
-  e.kind = EventKind::kInstruction;
+  e.kind = w.signal ? EventKind::kInterrupt : EventKind::kInstruction;
   if (leftover) {
     e.kind = EventKind::kMarker;
     std::string text = w.exit ? "exit" : "effects after the last instruction";

@@ -19,6 +19,10 @@
 //     only, or a block of a block-only trace): its ops, then rip = target.
 //   * A tail stops at a FRAME of another pid: the event's thread is
 //     ThreadId(pid + 1) of the frame its STEP or JMP is in.
+//   * backstep's signal SYSCALLs (usercorn_recording.h): an event holding
+//     kUcirSignalDelivered + n is kInterrupt, described "signal n"; a
+//     kUcirKilledBySignal + n (holding EXIT) is described "killed by signal
+//     n"; other SYSCALLs "syscall n(args) = result" (event_notes.h).
 //   * SYSCALL is decoded whole; nested FRAME, KEYFRAME, SYSCALL or STEP is
 //     Corruption. A nested JMP just sets rip.
 // MEM_READ carries no value: reads are dropped, unless set_reports_reads()
@@ -97,6 +101,7 @@ class UsercornEventDecoder {
     bool complete = false;  // its STEP or JMP was read: the tail follows
     bool jmp = false;       // a JMP completed it or was absorbed
     bool exit = false;
+    int signal = 0;  // delivered (kUcirSignalDelivered): the event is kInterrupt
     Rip rip = Rip::kNone;
     std::uint64_t rip_value = 0;
   };

@@ -93,6 +93,34 @@ void UsercornWriter::AppendJumpEvent(const UsercornInstruction& effects) {
   AppendJump(effects.pc);
 }
 
+void UsercornWriter::AppendSignal(int signal, std::span<const std::uint8_t> siginfo,
+                                  const UsercornInstruction& effects) {
+  EnsureFrame();
+  // An op that no tail absorbs opens the event, so that the SYSCALL inside
+  // it is not taken for the previous instruction's.
+  MemRead(effects.pc, 0);
+  AppendEffects(effects);
+  std::vector<std::uint64_t> args = {static_cast<std::uint64_t>(signal)};
+  if (siginfo.size() == kUcirSiginfoSize) {
+    for (std::size_t i = 0; i < kUcirSiginfoSize; i += 8) {
+      std::uint64_t word = 0;
+      for (std::size_t b = 0; b < 8; ++b) word |= std::uint64_t{siginfo[i + b]} << (8 * b);
+      args.push_back(word);
+    }
+  }
+  BeginSyscall(kUcirSignalDelivered + static_cast<std::uint32_t>(signal), 0, args);
+  EndSyscall();
+  AppendJump(effects.pc);
+}
+
+void UsercornWriter::AppendKilled(int signal) {
+  EnsureFrame();
+  const std::uint64_t number = static_cast<std::uint64_t>(signal);
+  BeginSyscall(kUcirKilledBySignal + static_cast<std::uint32_t>(signal), 0, {&number, 1});
+  Exit();
+  EndSyscall();
+}
+
 void UsercornWriter::AppendSyscall(const UsercornSyscall& s) {
   EnsureFrame();
   BeginSyscall(s.num, s.ret, s.args);

@@ -118,6 +118,9 @@ class UsercornWriter final : public UsercornRecordingWriter {
   // MEM_READ at pc stands in for empty effects so that the event is not
   // merged into the previous one.
   void AppendJumpEvent(const UsercornInstruction& effects) override;
+  void AppendSignal(int signal, std::span<const std::uint8_t> siginfo,
+                    const UsercornInstruction& effects) override;
+  void AppendKilled(int signal) override;
   // Effects alone (effects.pc is ignored): the reader adds them to the event
   // of the next STEP or JMP.
   void AppendEffects(const UsercornInstruction& effects);

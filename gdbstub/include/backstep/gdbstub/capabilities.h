@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "backstep/core/expected.h"
 #include "backstep/core/status.h"
@@ -166,6 +167,23 @@ class MemoryMap {
   virtual ~MemoryMap() = default;
   // The mapping containing `addr`, or the unmapped gap around it.
   virtual MemoryRegion RegionAt(core::Address addr) = 0;
+};
+
+// Signals the trace delivered and system calls it made (QPassSignals,
+// qXfer:siginfo:read, QCatchSyscalls). A resume stops with Signaled{n} where
+// the trace delivers signal n, unless n is passed, and at caught system
+// calls. Signal numbers are Linux's (the session converts gdb's).
+class Signals {
+ public:
+  virtual ~Signals() = default;
+  // The signals a resume runs through without stopping (replaces the set).
+  virtual void SetPassSignals(std::vector<int> signals) = 0;
+  // The siginfo_t of the signal the last stop reported, as the kernel wrote
+  // it; NotFound when the thread did not stop for a signal.
+  virtual core::Expected<std::vector<std::uint8_t>> SignalInfo() = 0;
+  // QCatchSyscalls: resumes stop at the entry and the return of these system
+  // calls (empty: all of them); nullopt: none.
+  virtual void CatchSyscalls(std::optional<std::vector<std::uint64_t>> numbers) = 0;
 };
 
 }  // namespace backstep::gdbstub

@@ -16,6 +16,11 @@
 //                                                      T05 ... reason:exception;
 //   Interrupted   the client sent 0x03                 T02 ...
 //   Exited        the process exited (a trace that records the exit)  W<code>
+//   Signaled      the trace delivers signal `number` (Linux) next     T<sig>
+//   SyscallEntry  thread is about to make system call `number`  T05 ... syscall_entry:<n>;
+//   SyscallReturn thread has made system call `number`          T05 ... syscall_return:<n>;
+//   Terminated    the process was killed by signal `number` (a trace that
+//                 records it)                                          X<sig>
 //
 // The end of a trace going forward is HistoryEdge{kEnd}, never Exited: a `W`
 // reply ends the inferior in the client and with it every reverse command.
@@ -74,8 +79,29 @@ struct Exited {
   bool operator==(const Exited&) const = default;
 };
 
+// `number` is Linux's; the reply carries gdb's number for it (gdb's remote
+// protocol numbers signals its own way) or, for LLDB, Linux's.
+struct Signaled {
+  int number = 0;
+  bool operator==(const Signaled&) const = default;
+};
+
+struct SyscallEntry {
+  std::uint64_t number = 0;
+  bool operator==(const SyscallEntry&) const = default;
+};
+struct SyscallReturn {
+  std::uint64_t number = 0;
+  bool operator==(const SyscallReturn&) const = default;
+};
+struct Terminated {
+  int number = 0;  // Linux's, as Signaled's
+  bool operator==(const Terminated&) const = default;
+};
+
 using StopReason =
-    std::variant<DoneStep, SwBreak, HwBreak, Watch, HistoryEdge, MoveDone, Interrupted, Exited>;
+    std::variant<DoneStep, SwBreak, HwBreak, Watch, HistoryEdge, MoveDone, Interrupted, Exited,
+                 Signaled, SyscallEntry, SyscallReturn, Terminated>;
 
 // What was negotiated with the client, as far as stop replies care.
 struct StopReplyOptions {
@@ -83,11 +109,13 @@ struct StopReplyOptions {
   bool swbreak = false;       // both sides sent swbreak+: `swbreak:` allowed
   bool hwbreak = false;       // both sides sent hwbreak+: `hwbreak:` allowed
   bool list_threads = false;  // QListThreadsInStopReply accepted: threads:, thread-pcs:
+  bool host_signals = false;  // the client numbers signals as the host does (LLDB)
 };
 
 // The stop reply for `reason` at the target's current position:
 //   T<sig>thread:<id>;<expedited regnum>:<value>;...;<reason key>;[threads:...;thread-pcs:...;]
-// sig is 05 (SIGTRAP) for every trace stop and 02 (SIGINT) for Interrupted.
+// sig is 05 (SIGTRAP) for every trace stop, 02 (SIGINT) for Interrupted and
+// the signal's number (gdb's, or Linux's with host_signals) for Signaled.
 // Expedited registers are those of Target::register_layout() whose bytes are
 // all known. Without negotiation, SwBreak/HwBreak become a plain T05 (gdb
 // rejects an unnegotiated `swbreak:`). Exited gives `W<code>` (with

@@ -151,6 +151,7 @@ class Target {
   virtual TraceFrames* trace_frames() { return nullptr; }
   virtual MonitorCommands* monitor_commands() { return nullptr; }
   virtual MemoryMap* memory_map() { return nullptr; }
+  virtual Signals* signals() { return nullptr; }
 };
 
 }  // namespace backstep::gdbstub

@@ -1,0 +1,44 @@
+// Event notes: facts that some readers state in an event's description, in
+// a fixed grammar, for consumers that need them (the gdb stub's signal and
+// system call stops). Parts of a description are joined with "; ":
+//   "signal N"                  a kInterrupt event that delivers Linux signal N
+//   "signal N siginfo HEX"      ... with the kernel's siginfo_t (256 hex digits)
+//   "killed by signal N"        the marker of a process that signal N ended
+//   "syscall N(a, b, ...) = r"  the event makes system call N (hex arguments)
+//   "exit"                      a kMarker: the process ended here
+// usercorn UCIR's reader writes them (docs/formats/usercorn.md); the
+// functions below are the one place that writes and reads the grammar.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backstep/core/event.h"
+#include "backstep/core/trace_reader.h"
+
+namespace backstep::core {
+
+struct EventNotes {
+  int signal = 0;                     // delivered by a kInterrupt event
+  int killed_by = 0;                  // a kMarker: the signal that ended the process
+  std::int64_t syscall = -1;          // the system call made, or -1
+  int exit_status = -1;               // x86-64 exit/exit_group: the status (arg 0 & 0xff)
+  bool exits = false;                 // a kMarker: the process ended (exit or signal)
+  std::vector<std::uint8_t> siginfo;  // of the delivered signal, when recorded
+};
+
+// Whether the trace's reader writes notes (usercorn UCIR); finding them takes
+// a pass over the events.
+bool HasEventNotes(const TraceHeader& header);
+EventNotes ReadEventNotes(const Event& event);
+
+std::string SignalNote(int signal, std::span<const std::uint8_t> siginfo = {});
+std::string KilledNote(int signal);
+std::string SyscallNote(std::uint64_t number, std::span<const std::uint64_t> args,
+                        std::uint64_t result);
+
+}  // namespace backstep::core

@@ -1,0 +1,183 @@
+// Signal deliveries and system calls of TraceTarget (trace_target.h): where
+// resumes stop for them, what $_siginfo reads there, and the end of the
+// process.
+#include <algorithm>
+#include <cstring>
+
+#include "backstep/core/event.h"
+#include "backstep/core/event_notes.h"
+#include "backstep/core/trace_reader.h"
+#include "trace_target/trace_target.h"
+
+namespace backstep::gdbstub {
+namespace {
+
+// Linux x86-64's siginfo_t (what gdb's $_siginfo type describes).
+constexpr std::size_t kSiginfoSize = 128;
+
+}  // namespace
+
+Signals* TraceTarget::signals() {
+  return core::HasEventNotes(trace_->header()) ? static_cast<Signals*>(this) : nullptr;
+}
+
+core::Expected<const TraceTarget::Ending*> TraceTarget::Scan() {
+  if (ending_.scanned) return &ending_;
+  // NOTE: one decoding pass (no replay) over the trace, the first time a
+  // resume needs it: the index does not keep event kinds.
+  BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<core::TraceReader> reader, trace_->NewReader());
+  Ending found;
+  core::Event event;
+  for (std::uint64_t n = 0;; ++n) {
+    BACKSTEP_ASSIGN_OR_RETURN(bool more, reader->Next(&event));
+    if (!more) break;
+    const core::EventNotes notes = core::ReadEventNotes(event);
+    if (notes.signal > 0) {
+      found.slots.push_back({3 * n + Slot::kSignal, Slot::kSignal,
+                             static_cast<std::uint64_t>(notes.signal), event.thread});
+    }
+    if (notes.syscall >= 0) {
+      const auto number = static_cast<std::uint64_t>(notes.syscall);
+      found.slots.push_back({3 * n + Slot::kEntry, Slot::kEntry, number, event.thread});
+      // exit and exit_group do not return.
+      if (notes.exit_status < 0) {
+        found.slots.push_back({3 * (n + 1) + Slot::kReturn, Slot::kReturn, number, event.thread});
+      }
+    }
+    if (notes.exit_status >= 0) found.exit_status = notes.exit_status;
+    found.killed_by = notes.killed_by;
+    found.exits = notes.exits;
+  }
+  std::sort(found.slots.begin(), found.slots.end(),
+            [](const Slot& a, const Slot& b) { return a.key < b.key; });
+  found.scanned = true;
+  ending_ = std::move(found);
+  return &ending_;
+}
+
+bool TraceTarget::Stops(const Slot& slot) const {
+  if (slot.kind == Slot::kSignal) {
+    return std::find(pass_signals_.begin(), pass_signals_.end(), static_cast<int>(slot.number)) ==
+           pass_signals_.end();
+  }
+  if (!catch_syscalls_) return false;
+  return catch_syscalls_->empty() || std::find(catch_syscalls_->begin(), catch_syscalls_->end(),
+                                               slot.number) != catch_syscalls_->end();
+}
+
+core::Expected<std::optional<TraceTarget::Slot>> TraceTarget::SlotBefore(
+    core::Direction direction, const core::StopEvent& stop) {
+  BACKSTEP_ASSIGN_OR_RETURN(const Ending* ending, Scan());
+  const std::vector<Slot>& slots = ending->slots;
+  const std::uint64_t p = position().value, s = stop.position.value;
+  const bool edge = stop.reason != core::StopEvent::Reason::kBreakpoint &&
+                    stop.reason != core::StopEvent::Reason::kWatch;
+  const auto by_key = [](const Slot& slot, std::uint64_t key) { return slot.key < key; };
+  if (direction == core::Direction::kForward) {
+    // After a plain stop at p the system call at p is still to be made
+    // (a breakpoint on `syscall`), the rest at p is past. At s, a return
+    // comes before a breakpoint or watchpoint, an entry after it.
+    const std::uint64_t after = stop_slot_ ? stop_slot_->key : 3 * p + Slot::kSignal;
+    const std::uint64_t last = 3 * s + (edge ? Slot::kEntry : Slot::kSignal);
+    for (auto it =
+             std::upper_bound(slots.begin(), slots.end(), after,
+                              [](std::uint64_t key, const Slot&slot) { return key < slot.key; });
+         it != slots.end() && it->key <= last; ++it) {
+      if (Stops(*it)) return std::optional<Slot>(*it);
+    }
+    return std::optional<Slot>();
+  }
+  // Backward: before the last stop's slot, or before anything at p. At s,
+  // an entry is met before the breakpoint or watchpoint, the rest after it.
+  const std::uint64_t before = stop_slot_ ? stop_slot_->key : 3 * p;
+  const std::uint64_t first = 3 * s + (edge ? Slot::kReturn : Slot::kEntry);
+  for (auto it = std::lower_bound(slots.begin(), slots.end(), before, by_key);
+       it != slots.begin();) {
+    --it;
+    if (it->key < first) break;
+    if (Stops(*it)) return std::optional<Slot>(*it);
+  }
+  return std::optional<Slot>();
+}
+
+core::Expected<std::optional<TraceTarget::Slot>> TraceTarget::DeliveryAt(std::uint64_t position,
+                                                                         core::ThreadId thread) {
+  BACKSTEP_ASSIGN_OR_RETURN(const Ending* ending, Scan());
+  const std::uint64_t key = 3 * position + Slot::kSignal;
+  const auto it = std::lower_bound(ending->slots.begin(), ending->slots.end(), key,
+                                   [](const Slot& slot, std::uint64_t k) { return slot.key < k; });
+  if (it == ending->slots.end() || it->key != key || it->thread != thread || !Stops(*it)) {
+    return std::optional<Slot>();
+  }
+  return std::optional<Slot>(*it);
+}
+
+core::Expected<std::optional<core::Position>> TraceTarget::DeliveryWithFrameAt(
+    core::Address slot, core::ThreadId thread, core::Position before) {
+  // NOTE: the frame's return address is not found by its last write: a
+  // recording keeps only changed bytes, and every delivery of a handler
+  // stores the same restorer address at the same place.
+  constexpr int kMaxDeliveries = 64;
+  BACKSTEP_ASSIGN_OR_RETURN(const Ending* ending, Scan());
+  const std::vector<Slot>& slots = ending->slots;
+  BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<core::Cursor> probe, trace_->NewCursor());
+  const core::RegisterId sp = trace_->arch().sp();
+  int tried = 0;
+  for (auto it = std::lower_bound(slots.begin(), slots.end(), 3 * before.value,
+                                  [](const Slot&s, std::uint64_t key) { return s.key < key; });
+       it != slots.begin() && tried < kMaxDeliveries;) {
+    --it;
+    if (it->kind != Slot::kSignal || it->thread != thread) continue;
+    ++tried;
+    BACKSTEP_RETURN_IF_ERROR(probe->Seek(core::Position(it->position() + 1)));
+    auto registers = probe->Registers(thread);
+    if (registers.ok() && (*registers)->known(sp) && (*registers)->u64(sp) == slot) {
+      return std::optional<core::Position>(core::Position(it->position()));
+    }
+  }
+  return std::optional<core::Position>();
+}
+
+core::Expected<StopReason> TraceTarget::StopAt(const Slot& slot) {
+  BACKSTEP_RETURN_IF_ERROR(MoveTo(core::Position(slot.position()), slot.thread));
+  stop_slot_ = slot;
+  switch (slot.kind) {
+    case Slot::kReturn:
+      return StopReason(SyscallReturn{slot.number});
+    case Slot::kEntry:
+      return StopReason(SyscallEntry{slot.number});
+    case Slot::kSignal:
+      break;
+  }
+  return StopReason(Signaled{static_cast<int>(slot.number)});
+}
+
+core::Expected<std::optional<StopReason>> TraceTarget::EndOfProcess() {
+  if (position() < last_position_ || last_position_.value < trace_->event_count()) {
+    return std::optional<StopReason>();
+  }
+  BACKSTEP_ASSIGN_OR_RETURN(const Ending* ending, Scan());
+  if (!ending->exits) return std::optional<StopReason>();  // cut short: no end recorded
+  if (ending->killed_by > 0) return std::optional<StopReason>(Terminated{ending->killed_by});
+  if (ending->exit_status >= 0) {
+    return std::optional<StopReason>(Exited{static_cast<std::uint8_t>(ending->exit_status)});
+  }
+  return std::optional<StopReason>();
+}
+
+core::Expected<std::vector<std::uint8_t>> TraceTarget::SignalInfo() {
+  if (!stop_slot_ || stop_slot_->kind != Slot::kSignal) {
+    return core::Status::NotFound("the last stop was not for a signal");
+  }
+  // The delivery is the event at the stop's position.
+  BACKSTEP_ASSIGN_OR_RETURN(const core::Event* event, cursor_->CurrentEvent());
+  core::EventNotes notes = core::ReadEventNotes(*event);
+  if (notes.siginfo.size() == kSiginfoSize) return std::move(notes.siginfo);
+  // Not recorded: only the number is known.
+  std::vector<std::uint8_t> info(kSiginfoSize, 0);
+  const auto signo = static_cast<std::int32_t>(stop_slot_->number);
+  std::memcpy(info.data(), &signo, sizeof signo);  // si_signo
+  return info;
+}
+
+}  // namespace backstep::gdbstub
