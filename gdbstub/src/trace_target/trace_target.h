@@ -6,6 +6,7 @@
 //   trace_target_resume.cc   steps and continues both ways, armed moves
 //   trace_target_frames.cc   QTFrame (tfind)
 //   trace_target_monitor.cc  monitor commands
+//   trace_target_process.cc  the memory map and host files (ProcessFiles)
 //   stop_points.h            breakpoint and watchpoint bookkeeping (StopPoints)
 //   trace_target_armed_moves.cc  reverse-finish and reverse-next armed moves
 //
@@ -33,10 +34,12 @@
 #include <vector>
 
 #include "backstep/core/cursor.h"
+#include "backstep/core/mappings.h"
 #include "backstep/core/search.h"
 #include "backstep/core/trace.h"
 #include "backstep/gdbstub/target.h"
 #include "backstep/gdbstub/trace_target.h"
+#include "trace_target/process_files.h"
 #include "trace_target/stop_points.h"
 
 namespace backstep::gdbstub {
@@ -48,7 +51,8 @@ class TraceTarget final : public Target,
                           public Breakpoints,
                           public Watchpoints,
                           public TraceFrames,
-                          public MonitorCommands {
+                          public MonitorCommands,
+                          public MemoryMap {
  public:
   static core::Expected<std::unique_ptr<TraceTarget>> Create(
       std::shared_ptr<const core::Trace> trace, TraceTargetOptions options);
@@ -73,6 +77,9 @@ class TraceTarget final : public Target,
   Watchpoints* watchpoints() override { return this; }
   TraceFrames* trace_frames() override { return this; }
   MonitorCommands* monitor_commands() override { return this; }
+  // Only traces that know some memory ranges have a map.
+  MemoryMap* memory_map() override { return trace_->header().regions.empty() ? nullptr : this; }
+  HostFiles* host_files() override { return process_files_.get(); }
 
   // ---- TraceController
   core::Position position() const override { return cursor_->position(); }
@@ -113,6 +120,13 @@ class TraceTarget final : public Target,
 
   // ---- MonitorCommands (trace_target_monitor.cc)
   core::Expected<std::string> RunMonitorCommand(std::string_view command) override;
+
+  // ---- MemoryMap (trace_target_process.cc): the mappings at the position
+  // (core::MappingTimeline); permissions a format does not record read rwx.
+  MemoryRegion RegionAt(core::Address addr) override;
+  // vRun (trace_target_process.cc): back to first_position(), nothing
+  // armed, no trace frame selected, direction forward.
+  core::Status Restart() override;
 
   const core::Trace& trace() const { return *trace_; }
   // The first position whose pc is known: where the target starts and the
@@ -195,6 +209,8 @@ class TraceTarget final : public Target,
   // ---- trace_target_monitor.cc
   core::Expected<std::string> MonitorHelp(const MonitorArgs& args);
   core::Expected<std::string> MonitorInfo(const MonitorArgs& args);
+  // `monitor info mem` (trace_target_process.cc).
+  core::Expected<std::string> MonitorInfoMem();
   core::Expected<std::string> MonitorWhen(const MonitorArgs& args);
   core::Expected<std::string> MonitorGoto(const MonitorArgs& args);
   core::Expected<std::string> MonitorReverseStepi(const MonitorArgs& args);
@@ -236,6 +252,9 @@ class TraceTarget final : public Target,
   std::vector<core::ThreadId> threads_;
   const core::Cursor* threads_cursor_ = nullptr;
   core::Position threads_position_;
+
+  std::unique_ptr<core::MappingTimeline> mappings_;
+  std::unique_ptr<ProcessFiles> process_files_;
 
   StopPoints stop_points_;
   Armed armed_;
