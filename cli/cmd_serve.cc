@@ -1,5 +1,5 @@
-// backstep serve TRACE [--port N | --stdio] [--listen ADDR] [--exe PATH] [--log FILE]
-//                      [--max-connections N]
+// backstep serve TRACE [--port N | --stdio] [--listen ADDR] [--exe PATH] [--sysroot DIR]
+//                      [--log FILE] [--max-connections N]
 //
 // Serves the trace to gdb and LLDB over the GDB remote protocol: on TCP
 // (127.0.0.1:1234 by default; port 0 picks a free one and the line
@@ -7,7 +7,9 @@
 // `target remote | backstep serve --stdio TRACE`. Each client gets its own
 // cursor. The auxiliary vector comes from the trace's initial stack (a
 // recording), else from --exe's ELF headers; the executable's path (for
-// qXfer:exec-file) from --exe, else from the recording (AT_EXECFN). The stub
+// qXfer:exec-file) from --exe, else from the recording (AT_EXECFN). Host I/O
+// (vFile) serves the recorded process's /proc files and the files the trace
+// names, read under --sysroot DIR for a trace recorded elsewhere. The stub
 // hands out the trace's memory to whoever connects, so a non-loopback
 // --listen address prints a warning.
 #include <fcntl.h>
@@ -56,6 +58,7 @@ int RunServe(Args& args) {
   std::optional<std::string> port_text = args.TakeOption("port");
   std::optional<std::string> listen = args.TakeOption("listen");
   std::optional<std::string> exe = args.TakeOption("exe");
+  std::optional<std::string> sysroot = args.TakeOption("sysroot");
   std::optional<std::string> log = args.TakeOption("log");
   bool stdio = args.TakeFlag("stdio");
   std::optional<std::string> cache_dir = args.TakeOption("cache-dir");
@@ -83,6 +86,7 @@ int RunServe(Args& args) {
 
   auto target_options = gdbstub::ServeOptionsFor(**trace, exe.value_or(""));
   if (!target_options.ok()) return Fail(target_options.status());
+  if (sysroot) target_options->sysroot = *sysroot;
   std::shared_ptr<const core::Trace> shared = *trace;
   gdbstub::ServerOptions options;
   options.stop_on_signals = true;

@@ -25,11 +25,12 @@ Commands:
                                   write positions N..M as a gdb trace file for
                                   `target tfile` + tfind (registers, a stack window,
                                   the instruction's memory, the --mem ranges)
-  serve TRACE [--port N | --stdio] [--listen ADDR] [--exe PATH] [--log FILE]
+  serve TRACE [--port N | --stdio] [--listen ADDR] [--exe PATH] [--sysroot DIR] [--log FILE]
                                   serve TRACE to gdb and LLDB (GDB remote protocol) on
                                   127.0.0.1:1234 (--port 0: a free port, printed on stderr),
                                   or on stdin/stdout: target remote | backstep serve --stdio T;
-                                  --log FILE records every packet;
+                                  --sysroot DIR: read the program and libraries the trace
+                                  names under DIR; --log FILE records every packet;
                                   --max-connections N (default 64) clients at once
   origin TRACE ADDR [LEN] [--at N] [--depth D]
                                   where the bytes at ADDR came from: the write, the

@@ -72,7 +72,7 @@ class Scenarios:
     def test_connect_registers_memory_auxv(self):
         with self.gdb(["info registers rip rsp", "x/2gx $rsp", "info auxv", RIP]) as out:
             # Found and loaded through qXfer:exec-file.
-            util.expect(self, r"^Reading symbols from %s\.\.\." % re.escape(self.rec.program), out)
+            util.expect(self, r"^Reading symbols from (target:)?%s\.\.\." % re.escape(self.rec.program), out)
             self.assertEqual(util.values(r"RIP=(0x[0-9a-f]+)", out),
                              [self.env.dump_rip(self.rec.trace, 0)])
             util.expect(self, r"^rsp\s+0x7ffff", out)

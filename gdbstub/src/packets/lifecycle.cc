@@ -1,5 +1,6 @@
 #include "packets/lifecycle.h"
 
+#include "backstep/gdbstub/stop_reason.h"
 #include "protocol/hex.h"
 #include "session/session.h"
 
@@ -23,7 +24,7 @@ Reply HandleDetach(Session& session, std::string_view args) {
 
 Reply HandleVKill(Session& session, std::string_view args) {
   if (!ParseHexU64(args)) return Reply::BadArguments("vKill: malformed pid");
-  session.Finish();
+  if (!session.state().negotiated.extended) session.Finish();
   return Reply::Ok();
 }
 
@@ -32,6 +33,22 @@ Reply HandleKill(Session& session, std::string_view) {
   // The kill acknowledgement ("killed by signal 9") LLDB waits for; it is not
   // a stop reply, so it does not go through FormatStopReply.
   return Reply::Packet("X09");
+}
+
+Reply HandleExtendedMode(Session& session, std::string_view) {
+  session.state().negotiated.extended = true;
+  return Reply::Ok();
+}
+
+Reply HandleRun(Session& session, std::string_view) {
+  // Whatever program and arguments gdb names, the run is the recorded one.
+  if (core::Status status = session.target().Restart(); !status.ok()) {
+    return Reply::FromStatus(status);
+  }
+  session.state().last_stop = DoneStep{};
+  session.state().selected_frame.reset();
+  return Reply::Packet(
+      FormatStopReply(session.state().last_stop, session.target(), session.stop_reply_options()));
 }
 
 }  // namespace backstep::gdbstub

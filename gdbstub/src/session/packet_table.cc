@@ -6,6 +6,7 @@
 #include "packets/breakpoints.h"
 #include "packets/handshake.h"
 #include "packets/host.h"
+#include "packets/host_io.h"
 #include "packets/lifecycle.h"
 #include "packets/memory.h"
 #include "packets/memory_region.h"
@@ -44,6 +45,17 @@ constexpr auto kRoutes = std::to_array<Route>({
     {"D", kPrefix, C::kNone, HandleDetach},
     {"vKill;", kPrefix, C::kNone, HandleVKill},
     {"k", kExact, C::kNone, HandleKill},
+    {"!", kExact, C::kNone, HandleExtendedMode},
+    {"vRun;", kPrefix, C::kNone, HandleRun},
+    // Host I/O: the recorded process's files (host_io.h).
+    {"vFile:setfs:", kPrefix, C::kHostFiles, HandleFileSetFs},
+    {"vFile:open:", kPrefix, C::kHostFiles, HandleFileOpen},
+    {"vFile:pread:", kPrefix, C::kHostFiles, HandleFilePread},
+    {"vFile:fstat:", kPrefix, C::kHostFiles, HandleFileFstat},
+    {"vFile:close:", kPrefix, C::kHostFiles, HandleFileClose},
+    {"vFile:readlink:", kPrefix, C::kHostFiles, HandleFileReadlink},
+    {"vFile:pwrite:", kPrefix, C::kHostFiles, HandleFileWrite},
+    {"vFile:unlink:", kPrefix, C::kHostFiles, HandleFileWrite},
     // Target description, auxv, thread list (xfer.h).
     {"qXfer:features:read:", kPrefix, C::kNone, HandleXferFeatures},
     {"qXfer:auxv:read:", kPrefix, C::kAuxv, HandleXferAuxv},
@@ -141,6 +153,8 @@ bool HasCapability(Target& target, Capability capability) {
       return target.monitor_commands() != nullptr;
     case Capability::kMemoryMap:
       return target.memory_map() != nullptr;
+    case Capability::kHostFiles:
+      return target.host_files() != nullptr;
     case Capability::kAuxv:
       return !target.auxv().empty();
     case Capability::kExecFile:

@@ -31,6 +31,7 @@ enum class Capability : unsigned char {
   kTraceFrames,
   kMonitorCommands,
   kMemoryMap,
+  kHostFiles,
   kAuxv,
   kExecFile,
   kSignals,

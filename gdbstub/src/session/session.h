@@ -66,6 +66,7 @@ struct Negotiated {
   bool list_threads_in_stop_reply = false;  // QListThreadsInStopReply -> OK
   bool thread_suffix = false;               // QThreadSuffixSupported -> OK
   bool error_strings = false;               // QEnableErrorStrings -> OK
+  bool extended = false;                    // `!`: vKill keeps the session, vRun/R restart
 };
 
 // Per-client state that handlers read and update.

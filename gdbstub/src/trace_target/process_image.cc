@@ -45,6 +45,19 @@ std::optional<core::Address> SkipPointerArray(const core::Cursor& cursor, core::
   return std::nullopt;
 }
 
+// The NUL-terminated string at `address` (at most kMaxPathLength bytes, all
+// known), or nullopt.
+std::optional<std::string> ReadKnownString(const core::Cursor& cursor, core::Address address) {
+  std::string text;
+  std::uint8_t byte, known;
+  for (std::size_t i = 0; i < kMaxPathLength; ++i) {
+    if (!cursor.ReadMemory(address + i, {&byte, 1}, {&known, 1}).ok() || !known) break;
+    if (byte == 0) return text;
+    text.push_back(static_cast<char>(byte));
+  }
+  return std::nullopt;
+}
+
 std::optional<std::uint64_t> StackPointer(const core::Cursor& cursor) {
   const core::ArchDescription& arch = cursor.trace().arch();
   if (arch.sp() == core::kNoRegister || arch.info(arch.sp()).size != 8) return std::nullopt;
@@ -128,6 +141,36 @@ core::Expected<std::vector<std::uint8_t>> RecordedAuxv(const core::Trace& trace)
   return core::Status::NotFound("auxv at " + Hex(*auxv_start) + " has no AT_NULL");
 }
 
+core::Expected<InitialStrings> RecordedInitialStrings(const core::Trace& trace) {
+  if (trace.header().format != "usercorn" || trace.arch().pointer_size() != 8) {
+    return core::Status::NotFound("only 64-bit usercorn traces start at an exec");
+  }
+  BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<core::Cursor> cursor, trace.NewCursor());
+  BACKSTEP_RETURN_IF_ERROR(cursor->Seek(core::Position{0}));
+  auto sp = StackPointer(*cursor);
+  if (!sp) return core::Status::NotFound("rsp is unknown at position 0");
+  auto argc = ReadKnownU64(*cursor, *sp);
+  if (!argc || *argc > kMaxArgs) {
+    return core::Status::NotFound("no plausible argc at rsp " + Hex(*sp) + " at position 0");
+  }
+  InitialStrings out;
+  core::Address at = *sp + 8;
+  for (std::vector<std::string>* list : {&out.argv, &out.envp}) {
+    for (std::uint64_t i = 0;; ++i, at += 8) {
+      auto pointer = ReadKnownU64(*cursor, at);
+      if (!pointer || i > kMaxArgs) {
+        return core::Status::NotFound("argv/envp word at " + Hex(at) + " is unknown");
+      }
+      if (*pointer == 0 || (list == &out.argv && i == *argc)) break;
+      auto text = ReadKnownString(*cursor, *pointer);
+      if (!text) return core::Status::NotFound("string at " + Hex(*pointer) + " is unknown");
+      list->push_back(std::move(*text));
+    }
+    at += 8;  // the NULL
+  }
+  return out;
+}
+
 std::optional<std::uint64_t> AuxvValue(const std::vector<std::uint8_t>& auxv, std::uint64_t type) {
   for (std::size_t at = 0; at + 16 <= auxv.size(); at += 16) {
     std::uint64_t entry_type, value;
@@ -144,16 +187,8 @@ std::string RecordedExecutablePath(const core::Trace& trace,
   if (auto execfn = AuxvValue(auxv, kAtExecfn)) {
     auto cursor = trace.NewCursor();
     if (cursor.ok() && (*cursor)->Seek(core::Position{0}).ok()) {
-      std::string path;
-      std::uint8_t byte, known;
-      for (std::size_t i = 0; i < kMaxPathLength; ++i) {
-        if (!(*cursor)->ReadMemory(*execfn + i, {&byte, 1}, {&known, 1}).ok() || !known) break;
-        if (byte == 0) {
-          if (!path.empty() && path[0] == '/') return path;
-          break;
-        }
-        path.push_back(static_cast<char>(byte));
-      }
+      auto path = ReadKnownString(**cursor, *execfn);
+      if (path && !path->empty() && (*path)[0] == '/') return *path;
     }
   }
   if (auto entry = AuxvValue(auxv, kAtEntry)) {

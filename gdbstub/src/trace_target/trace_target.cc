@@ -65,6 +65,11 @@ TraceTarget::TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOp
   // x86 watchpoints trap after the access.
   triple_ = std::string(arch.naming().triple_cpu) + "-pc-linux-gnu";
   host_info_ = HostInfo{triple_, arch.pointer_size(), "linux", true, true};
+  mappings_ = std::make_unique<core::MappingTimeline>(trace_);
+  process_files_ = std::make_unique<ProcessFiles>(
+      trace_, mappings_.get(),
+      ProcessFiles::Process{pid(), options_.exe_path, options_.sysroot, options_.auxv},
+      ProcessFiles::Now{[this] { return view().position(); }, [this] { return ThreadsHere(); }});
 }
 
 // ---- Registers

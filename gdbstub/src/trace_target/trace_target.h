@@ -6,6 +6,7 @@
 //   trace_target_resume.cc   steps and continues both ways, armed moves
 //   trace_target_frames.cc   QTFrame (tfind)
 //   trace_target_monitor.cc  monitor commands
+//   trace_target_process.cc  the memory map and host files (ProcessFiles)
 //   stop_points.h            breakpoint and watchpoint bookkeeping (StopPoints)
 //   trace_target_armed_moves.cc  reverse-finish and reverse-next armed moves
 //   trace_target_signals.cc  signal deliveries: stops, QPassSignals, siginfo
@@ -34,10 +35,12 @@
 #include <vector>
 
 #include "backstep/core/cursor.h"
+#include "backstep/core/mappings.h"
 #include "backstep/core/search.h"
 #include "backstep/core/trace.h"
 #include "backstep/gdbstub/target.h"
 #include "backstep/gdbstub/trace_target.h"
+#include "trace_target/process_files.h"
 #include "trace_target/stop_points.h"
 
 namespace backstep::gdbstub {
@@ -50,7 +53,8 @@ class TraceTarget final : public Target,
                           public Watchpoints,
                           public TraceFrames,
                           public MonitorCommands,
-                          public Signals {
+                          public Signals,
+                          public MemoryMap {
  public:
   static core::Expected<std::unique_ptr<TraceTarget>> Create(
       std::shared_ptr<const core::Trace> trace, TraceTargetOptions options);
@@ -78,6 +82,9 @@ class TraceTarget final : public Target,
   MonitorCommands* monitor_commands() override { return this; }
   // Only for traces whose events may carry signals (TraceHeader).
   Signals* signals() override;
+  // Only traces that know some memory ranges have a map.
+  MemoryMap* memory_map() override { return trace_->header().regions.empty() ? nullptr : this; }
+  HostFiles* host_files() override { return process_files_.get(); }
 
   // ---- TraceController
   core::Position position() const override { return cursor_->position(); }
@@ -137,6 +144,12 @@ class TraceTarget final : public Target,
   void CatchSyscalls(std::optional<std::vector<std::uint64_t>> numbers) override {
     catch_syscalls_ = std::move(numbers);
   }
+  // ---- MemoryMap (trace_target_process.cc): the mappings at the position
+  // (core::MappingTimeline); permissions a format does not record read rwx.
+  MemoryRegion RegionAt(core::Address addr) override;
+  // vRun (trace_target_process.cc): back to first_position(), nothing
+  // armed, no trace frame selected, direction forward.
+  core::Status Restart() override;
 
   const core::Trace& trace() const { return *trace_; }
   // The first position whose pc is known: where the target starts and the
@@ -266,6 +279,8 @@ class TraceTarget final : public Target,
   // ---- trace_target_monitor.cc
   core::Expected<std::string> MonitorHelp(const MonitorArgs& args);
   core::Expected<std::string> MonitorInfo(const MonitorArgs& args);
+  // `monitor info mem` (trace_target_process.cc).
+  core::Expected<std::string> MonitorInfoMem();
   core::Expected<std::string> MonitorWhen(const MonitorArgs& args);
   core::Expected<std::string> MonitorGoto(const MonitorArgs& args);
   core::Expected<std::string> MonitorReverseStepi(const MonitorArgs& args);
@@ -307,6 +322,9 @@ class TraceTarget final : public Target,
   std::vector<core::ThreadId> threads_;
   const core::Cursor* threads_cursor_ = nullptr;
   core::Position threads_position_;
+
+  std::unique_ptr<core::MappingTimeline> mappings_;
+  std::unique_ptr<ProcessFiles> process_files_;
 
   StopPoints stop_points_;
   Ending ending_;

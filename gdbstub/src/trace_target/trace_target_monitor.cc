@@ -81,7 +81,9 @@ std::optional<std::pair<core::Address, std::uint64_t>> ParseRange(
 
 const TraceTarget::MonitorCommand TraceTarget::kMonitorCommands[] = {
     {"help", "help", "list the monitor commands", &TraceTarget::MonitorHelp},
-    {"info", "info", "trace format, events, threads, position, index", &TraceTarget::MonitorInfo},
+    {"info", "info [mem]",
+     "trace format, events, threads, position, index; mem: the mappings now (QEMU's format)",
+     &TraceTarget::MonitorInfo},
     {"when", "when", "the current position (and the selected trace frame's)",
      &TraceTarget::MonitorWhen},
     {"goto", "goto N|P%|end",
@@ -138,7 +140,8 @@ core::Expected<std::string> TraceTarget::MonitorHelp(const MonitorArgs&) {
   return out;
 }
 
-core::Expected<std::string> TraceTarget::MonitorInfo(const MonitorArgs&) {
+core::Expected<std::string> TraceTarget::MonitorInfo(const MonitorArgs& args) {
+  if (args.size() > 1 && args[1] == "mem") return MonitorInfoMem();
   const core::TraceHeader& header = trace_->header();
   const std::uint64_t events = trace_->event_count();
   std::string out = "trace:      " + trace_->path() + "\n";

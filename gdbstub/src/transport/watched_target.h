@@ -71,6 +71,8 @@ class WatchedTarget final : public Target, public ReverseExecution, public Range
   MonitorCommands* monitor_commands() override { return inner_.monitor_commands(); }
   MemoryMap* memory_map() override { return inner_.memory_map(); }
   Signals* signals() override { return inner_.signals(); }
+  HostFiles* host_files() override { return inner_.host_files(); }
+  core::Status Restart() override { return inner_.Restart(); }
 
  private:
   Target& inner_;

@@ -39,6 +39,10 @@ struct MemoryRegion {
   Address start = 0;
   std::uint64_t size = 0;
   std::string name;  // mapping name, or "" (REVEN regions have none)
+  // What formats with mapping records know (usercorn MEM_MAP): "r-x"-style
+  // protection, "" when unknown; the file offset of `start` for file maps.
+  std::string permissions;
+  std::uint64_t file_offset = 0;
 };
 
 // What a trace recorded by gdb tracepoints (a tfile) defines, in gdb's

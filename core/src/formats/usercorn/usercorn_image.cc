@@ -27,13 +27,15 @@ void UsercornImage::Erase(Pieces& pieces, Address first, Address last, bool shif
   }
 }
 
-void UsercornImage::Map(Address address, std::uint64_t size, std::string name) {
+void UsercornImage::Map(Address address, std::uint64_t size, std::string name,
+                        std::string permissions, std::optional<std::uint64_t> file_offset) {
   const Address last = address + (size - 1);
   Erase(content_, address, last, true);
   content_.emplace(address, Piece{last, kZero});
   Erase(regions_, address, last, false);
   regions_.emplace(address, Piece{last, names_.size()});
   names_.push_back(std::move(name));
+  attributes_.push_back({address, std::move(permissions), file_offset});
 }
 
 void UsercornImage::Unmap(Address address, std::uint64_t size) {
@@ -66,6 +68,7 @@ void UsercornImage::Write(Address address, std::span<const std::uint8_t> data) {
   for (const auto& [lo, hi] : gaps) {
     regions_.emplace(lo, Piece{hi, names_.size()});
     names_.emplace_back();
+    attributes_.emplace_back();
   }
 }
 
@@ -101,7 +104,10 @@ std::vector<MemoryRegion> UsercornImage::Regions() const {
     // A region reaching 2^64 - 1 from 0 cannot state its size: clipped.
     const std::uint64_t size =
         piece.last - start + 1 == 0 ? ~std::uint64_t{0} : piece.last - start + 1;
-    out.push_back({start, size, names_[piece.value]});
+    const MapAttributes& attributes = attributes_[piece.value];
+    out.push_back(
+        {start, size, names_[piece.value], attributes.permissions,
+         attributes.file_offset ? *attributes.file_offset + (start - attributes.start) : 0});
   }
   return out;
 }

@@ -31,7 +31,10 @@ namespace backstep::core {
 class UsercornImage {
  public:
   // [address, address + size) must not wrap (callers check); size > 0.
-  void Map(Address address, std::uint64_t size, std::string name);
+  // `permissions` ("r-x") and the file offset of `address` (file mappings)
+  // are reported by Regions() for the parts of the mapping still in place.
+  void Map(Address address, std::uint64_t size, std::string name, std::string permissions = {},
+           std::optional<std::uint64_t> file_offset = std::nullopt);
   void Unmap(Address address, std::uint64_t size);
   void Write(Address address, std::span<const std::uint8_t> data);
   // Pairs a MEM_WRITE with the MEM_MAP just before it, for TrimWarnings().
@@ -68,6 +71,12 @@ class UsercornImage {
   Pieces content_;
   Pieces regions_;
   std::vector<std::string> names_;
+  struct MapAttributes {
+    Address start = 0;  // of the MEM_MAP, for the offset of a piece left by an unmap
+    std::string permissions;
+    std::optional<std::uint64_t> file_offset;
+  };
+  std::vector<MapAttributes> attributes_;  // parallel to names_
   std::vector<std::uint8_t> blob_;
   std::vector<MapWrite> map_writes_;
 };

@@ -201,7 +201,8 @@ Status UsercornReader::ApplyKeyframeOp(const UcirOpFields& op, SnappyPos at, Reg
       if (!Fits(op.addr, op.size)) return error("MEM_MAP range wraps around the address space");
       ++keyframe_maps_;
       if (op.size == 0) return Status::Ok();
-      image_.Map(op.addr, op.size, op.file.empty() ? op.desc : op.file);
+      image_.Map(op.addr, op.size, op.file.empty() ? op.desc : op.file, UcirProtString(op.prot),
+                 op.file.empty() ? std::nullopt : std::optional(op.file_offset));
       last_map_ = op;
       return Status::Ok();
     case kOpMemWrite:

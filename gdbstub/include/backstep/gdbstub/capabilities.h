@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -184,6 +185,44 @@ class Signals {
   // QCatchSyscalls: resumes stop at the entry and the return of these system
   // calls (empty: all of them); nullopt: none.
   virtual void CatchSyscalls(std::optional<std::vector<std::uint64_t>> numbers) = 0;
+};
+
+// vFile (gdb's host I/O): the files of the recorded process that a
+// debugger reads from its target (`remote get`, `info proc`, /proc/PID/maps,
+// the program and its libraries with sysroot "target:"). Read-only: the
+// session refuses writes itself. Errors are gdb File-I/O errno values.
+enum class HostIoError : int {
+  kNoEntry = 2,      // ENOENT
+  kBadFd = 9,        // EBADF
+  kAccess = 13,      // EACCES
+  kInvalid = 22,     // EINVAL
+  kTooMany = 24,     // EMFILE
+  kReadOnly = 30,    // EROFS
+  kNameTooLong = 91  // ENAMETOOLONG
+};
+
+template <typename T>
+using HostIoResult = std::variant<T, HostIoError>;
+
+struct HostFileStat {
+  std::uint32_t mode = 0;  // S_IFREG | 0444 for the served files
+  std::uint64_t size = 0;
+  std::uint32_t mtime = 0;
+};
+
+class HostFiles {
+ public:
+  virtual ~HostFiles() = default;
+  // Opens `path` for reading; the descriptor is the client's (small, never
+  // reused while open). kNoEntry / kAccess for paths outside the served set.
+  virtual HostIoResult<int> Open(std::string_view path) = 0;
+  // Up to out.size() bytes at `offset` (fewer at the end; 0 past it).
+  virtual HostIoResult<std::size_t> Pread(int fd, std::uint64_t offset,
+                                          std::span<std::uint8_t> out) = 0;
+  virtual HostIoResult<HostFileStat> Fstat(int fd) = 0;
+  virtual std::optional<HostIoError> Close(int fd) = 0;
+  // The target of a served symbolic link (/proc/PID/exe, /proc/PID/cwd).
+  virtual HostIoResult<std::string> Readlink(std::string_view path) = 0;
 };
 
 }  // namespace backstep::gdbstub

@@ -32,6 +32,14 @@ inline constexpr std::uint64_t kAtNull = 0, kAtPhdr = 3, kAtPhent = 4, kAtPhnum 
 // message names the reason and the address.
 core::Expected<std::vector<std::uint8_t>> RecordedAuxv(const core::Trace& trace);
 
+// The argument and environment strings on the initial stack of `trace`
+// (/proc/PID/cmdline and environ). NotFound as for RecordedAuxv, or when a
+// pointer or string of them is unknown.
+struct InitialStrings {
+  std::vector<std::string> argv, envp;
+};
+core::Expected<InitialStrings> RecordedInitialStrings(const core::Trace& trace);
+
 // The value of entry `type` in a raw auxv, if present.
 std::optional<std::uint64_t> AuxvValue(const std::vector<std::uint8_t>& auxv, std::uint64_t type);
 

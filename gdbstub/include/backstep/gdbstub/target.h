@@ -143,6 +143,10 @@ class Target {
   // empty: unknown (not advertised).
   virtual std::string_view exec_file() { return {}; }
 
+  // ---- Extended mode (vRun, R): back to where the target started, as a
+  // fresh run would be. Unsupported: the target cannot restart.
+  virtual core::Status Restart() { return core::Status::Unsupported("restart"); }
+
   // ---- Optional capabilities (capabilities.h); nullptr when absent.
   virtual ReverseExecution* reverse_execution() { return nullptr; }
   virtual RangeStepping* range_stepping() { return nullptr; }
@@ -152,6 +156,7 @@ class Target {
   virtual MonitorCommands* monitor_commands() { return nullptr; }
   virtual MemoryMap* memory_map() { return nullptr; }
   virtual Signals* signals() { return nullptr; }
+  virtual HostFiles* host_files() { return nullptr; }
 };
 
 }  // namespace backstep::gdbstub

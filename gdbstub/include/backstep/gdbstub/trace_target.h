@@ -57,6 +57,9 @@ struct TraceTargetOptions {
   // The executable the client should load (qXfer:exec-file:read, and shown
   // by `monitor info`). Empty: unknown.
   std::string exe_path;
+  // Where the files the trace names (the executable, its libraries) are
+  // read from for vFile (`serve --sysroot`): "" is /, as recorded.
+  std::string sysroot;
   // `watch` reports only value-changing writes (gdb resumes silently on an
   // unchanged value anyway); switchable with `monitor watch-filter`.
   bool watch_only_changes = true;

@@ -1,0 +1,101 @@
+// The process's memory mappings at any position: what /proc/PID/maps showed
+// when the trace was at that point.
+//
+// Sources: the trace header's regions (the initial image: usercorn's
+// keyframe MEM_MAPs carry permissions, file names and offsets; other formats
+// give bare ranges) and the mapping changes events describe. Events carry
+// them as text (Event::description): the usercorn decoder names every
+// MEM_MAP, MEM_UNMAP and MEM_PROT of an event as
+//   "map 0x7ffff7fc3000+0x2000 r-- /lib/ld.so /lib/ld.so@0x0"
+//   "map 0x7ffff7d00000+0x21000 rw- [heap]"          (anonymous; no file)
+//   "unmap 0x7ffff7d00000+0x1000"
+//   "protect 0x7ffff7d00000+0x1000 ---"
+// joined with "; " (and after a "syscall ..." part); a map the reader did not
+// zero-fill ends with " (not zero-filled)". ParseMappingChanges reads that
+// text back; a change applies from the position after its event.
+//
+// Thread-safety: MappingTimeline is one-thread-at-a-time (it owns a reader);
+// ParseMappingChanges is a pure function.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "backstep/core/expected.h"
+#include "backstep/core/trace.h"
+#include "backstep/core/trace_reader.h"
+#include "backstep/core/types.h"
+
+namespace backstep::core {
+
+// One line of /proc/PID/maps.
+struct Mapping {
+  Address start = 0;
+  std::uint64_t size = 0;
+  std::string permissions;  // "r-x"; "" when the format does not say
+  std::uint64_t file_offset = 0;
+  std::string name;  // a path, "[heap]", "[stack]", or ""
+  Address end() const { return start + size; }
+  bool operator==(const Mapping&) const = default;
+};
+
+struct MappingChange {
+  enum class Kind : unsigned char { kMap, kUnmap, kProtect };
+  Kind kind = Kind::kMap;
+  Address start = 0;
+  std::uint64_t size = 0;
+  std::string permissions;        // kMap, kProtect
+  std::string name;               // kMap: the file, else the description
+  std::uint64_t file_offset = 0;  // kMap of a file
+  bool operator==(const MappingChange&) const = default;
+};
+
+// The mapping changes an event description names, in order; parts that are
+// not mapping changes (or do not parse) are skipped.
+std::vector<MappingChange> ParseMappingChanges(std::string_view description);
+
+// Applies `change` to `maps` (by start, non-overlapping): a map replaces
+// whatever it overlaps, an unmap removes the range, a protect changes the
+// permissions of the mapped bytes in the range.
+void ApplyMappingChange(std::map<Address, Mapping>& maps, const MappingChange& change);
+
+// The mappings of `maps` in order, adjacent anonymous pieces with the same
+// name and permissions joined as the kernel shows them (a heap grown by brk
+// is one [heap]); pieces of file mappings stay apart, as the kernel keeps
+// them once re-protected.
+std::vector<Mapping> JoinedMappings(const std::map<Address, Mapping>& maps);
+
+class MappingTimeline {
+ public:
+  explicit MappingTimeline(std::shared_ptr<const Trace> trace);
+
+  // The mappings at `position` (clamped to the end), sorted and joined.
+  // The first call at a position p reads events [scanned, p) once; later
+  // calls at or before a scanned position read nothing. Errors: the
+  // reader's (opening it, a corrupt event), naming file and offset.
+  Expected<std::vector<Mapping>> At(Position position);
+
+  // Whether any event seen so far changed a mapping (formats without
+  // mapping events serve the initial ranges at every position).
+  bool saw_changes() const { return !changes_.empty(); }
+
+ private:
+  Status ScanTo(Position position);
+
+  std::shared_ptr<const Trace> trace_;
+  std::unique_ptr<TraceReader> reader_;
+  Position scanned_{0};  // changes of events before this are in changes_
+  std::map<Address, Mapping> initial_;
+  std::vector<std::pair<Position, MappingChange>> changes_;  // applies from .first
+  Event event_;
+  // The last answer.
+  Position cached_at_ = Position::Max();
+  std::vector<Mapping> cached_;
+};
+
+}  // namespace backstep::core

@@ -1,0 +1,204 @@
+#include "backstep/core/mappings.h"
+
+#include <charconv>
+#include <optional>
+
+namespace backstep::core {
+namespace {
+
+constexpr std::string_view kNotZeroFilled = "(not zero-filled)";
+
+std::optional<std::uint64_t> ParseHexNumber(std::string_view text) {
+  if (!text.starts_with("0x") || text.size() == 2) return std::nullopt;
+  std::uint64_t value = 0;
+  auto [end, error] = std::from_chars(text.data() + 2, text.data() + text.size(), value, 16);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// The next space-separated word of *text (consumed with its space).
+std::string_view TakeWord(std::string_view* text) {
+  std::size_t space = text->find(' ');
+  std::string_view word = text->substr(0, space);
+  *text = space == std::string_view::npos ? std::string_view() : text->substr(space + 1);
+  return word;
+}
+
+// "0xSTART+0xSIZE", nonempty and not wrapping.
+bool ParseRange(std::string_view text, MappingChange* change) {
+  std::size_t plus = text.find('+');
+  if (plus == std::string_view::npos) return false;
+  auto start = ParseHexNumber(text.substr(0, plus));
+  auto size = ParseHexNumber(text.substr(plus + 1));
+  if (!start || !size || *size == 0 || *size - 1 > ~*start) return false;
+  change->start = *start;
+  change->size = *size;
+  return true;
+}
+
+bool IsPermissions(std::string_view text) {
+  return text.size() == 3 && (text[0] == 'r' || text[0] == '-') &&
+         (text[1] == 'w' || text[1] == '-') && (text[2] == 'x' || text[2] == '-');
+}
+
+// What follows a map's permissions: "[DESC ][FILE@0xOFF]". The recorder
+// writes DESC = FILE for file mappings.
+void ParseMapNames(std::string_view rest, MappingChange* change) {
+  if (rest.ends_with(kNotZeroFilled)) {
+    rest.remove_suffix(kNotZeroFilled.size());
+    if (rest.ends_with(' ')) rest.remove_suffix(1);
+  }
+  std::size_t at = rest.rfind('@');
+  std::optional<std::uint64_t> offset;
+  if (at != std::string_view::npos) offset = ParseHexNumber(rest.substr(at + 1));
+  if (!offset) {
+    change->name = std::string(rest);
+    return;
+  }
+  change->file_offset = *offset;
+  std::string_view names = rest.substr(0, at);
+  // "FILE FILE" (a description equal to the file), "DESC FILE" or "FILE".
+  std::size_t half = names.size() / 2;
+  if (names.size() % 2 == 1 && names[half] == ' ' &&
+      names.substr(0, half) == names.substr(half + 1)) {
+    change->name = std::string(names.substr(half + 1));
+  } else if (std::size_t slash = names.find(" /"); slash != std::string_view::npos) {
+    change->name = std::string(names.substr(slash + 1));
+  } else {
+    change->name = std::string(names);
+  }
+}
+
+std::optional<MappingChange> ParsePart(std::string_view part) {
+  MappingChange change;
+  std::string_view verb = TakeWord(&part);
+  if (verb == "map") {
+    change.kind = MappingChange::Kind::kMap;
+  } else if (verb == "unmap") {
+    change.kind = MappingChange::Kind::kUnmap;
+  } else if (verb == "protect") {
+    change.kind = MappingChange::Kind::kProtect;
+  } else {
+    return std::nullopt;
+  }
+  if (!ParseRange(TakeWord(&part), &change)) return std::nullopt;
+  if (change.kind == MappingChange::Kind::kUnmap) return change;
+  std::string_view permissions = TakeWord(&part);
+  if (!IsPermissions(permissions)) return std::nullopt;
+  change.permissions = std::string(permissions);
+  if (change.kind == MappingChange::Kind::kMap) ParseMapNames(part, &change);
+  return change;
+}
+
+// Cuts the pieces of `maps` at `address` so that none straddles it.
+void SplitAt(std::map<Address, Mapping>& maps, Address address) {
+  auto it = maps.upper_bound(address);
+  if (it == maps.begin()) return;
+  --it;
+  Mapping& left = it->second;
+  if (address <= left.start || address >= left.end()) return;
+  Mapping right = left;
+  right.start = address;
+  right.size = left.end() - address;
+  if (!right.name.empty() && right.name[0] == '/') right.file_offset += address - left.start;
+  left.size = address - left.start;
+  maps.emplace(address, std::move(right));
+}
+
+}  // namespace
+
+std::vector<MappingChange> ParseMappingChanges(std::string_view description) {
+  std::vector<MappingChange> out;
+  while (!description.empty()) {
+    std::size_t end = description.find("; ");
+    std::string_view part = description.substr(0, end);
+    description = end == std::string_view::npos ? std::string_view() : description.substr(end + 2);
+    if (auto change = ParsePart(part)) out.push_back(std::move(*change));
+  }
+  return out;
+}
+
+void ApplyMappingChange(std::map<Address, Mapping>& maps, const MappingChange& change) {
+  const Address end = change.start + change.size;  // 0 when the range reaches 2^64
+  SplitAt(maps, change.start);
+  if (end != 0) SplitAt(maps, end);
+  auto first = maps.lower_bound(change.start);
+  auto last = end == 0 ? maps.end() : maps.lower_bound(end);
+  switch (change.kind) {
+    case MappingChange::Kind::kMap:
+      maps.erase(first, last);
+      maps.emplace(change.start, Mapping{change.start, change.size, change.permissions,
+                                         change.file_offset, change.name});
+      break;
+    case MappingChange::Kind::kUnmap:
+      maps.erase(first, last);
+      break;
+    case MappingChange::Kind::kProtect:
+      for (auto it = first; it != last; ++it) it->second.permissions = change.permissions;
+      break;
+  }
+}
+
+std::vector<Mapping> JoinedMappings(const std::map<Address, Mapping>& maps) {
+  std::vector<Mapping> out;
+  for (const auto& [start, m] : maps) {
+    if (!out.empty()) {
+      Mapping& last = out.back();
+      // Only anonymous pieces: the kernel keeps a file mapping's pieces
+      // apart once one was re-protected (glibc's RELRO next to its r--
+      // segment), and a file mapping is never grown piece by piece.
+      const bool file = !m.name.empty() && m.name[0] == '/';
+      if (!file && last.end() == m.start && last.name == m.name &&
+          last.permissions == m.permissions) {
+        last.size += m.size;
+        continue;
+      }
+    }
+    out.push_back(m);
+  }
+  return out;
+}
+
+MappingTimeline::MappingTimeline(std::shared_ptr<const Trace> trace) : trace_(std::move(trace)) {
+  for (const MemoryRegion& region : trace_->header().regions) {
+    if (region.size == 0) continue;
+    initial_[region.start] =
+        Mapping{region.start, region.size, region.permissions, region.file_offset, region.name};
+  }
+}
+
+Status MappingTimeline::ScanTo(Position position) {
+  if (position <= scanned_) return Status::Ok();
+  if (reader_ == nullptr) {
+    BACKSTEP_ASSIGN_OR_RETURN(reader_, trace_->NewReader());
+  }
+  while (scanned_ < position) {
+    BACKSTEP_ASSIGN_OR_RETURN(bool more, reader_->Next(&event_));
+    if (!more) {
+      scanned_ = Position::Max();
+      break;
+    }
+    scanned_ = scanned_ + 1;
+    if (event_.description.empty()) continue;
+    for (MappingChange& change : ParseMappingChanges(event_.description)) {
+      changes_.emplace_back(scanned_, std::move(change));
+    }
+  }
+  return Status::Ok();
+}
+
+Expected<std::vector<Mapping>> MappingTimeline::At(Position position) {
+  if (position > Position(trace_->event_count())) position = Position(trace_->event_count());
+  if (position == cached_at_) return cached_;
+  BACKSTEP_RETURN_IF_ERROR(ScanTo(position));
+  std::map<Address, Mapping> maps = initial_;
+  for (const auto& [from, change] : changes_) {
+    if (from > position) break;
+    ApplyMappingChange(maps, change);
+  }
+  cached_ = JoinedMappings(maps);
+  cached_at_ = position;
+  return cached_;
+}
+
+}  // namespace backstep::core
