@@ -6,6 +6,7 @@
 #include <unicorn/unicorn.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -806,6 +807,9 @@ core::Status EmuSession::NativeStep(core::Address pc, std::uint8_t size, bool si
 // engine does (a signal event: the frame, every register it changed, the
 // handler's address). A signal without a handler ends the program.
 core::Status EmuSession::DeliverFault(int sig) {
+  // The kernel's siginfo_t, read at the signal stop before it is delivered.
+  std::array<std::uint8_t, 128> siginfo{};
+  ptrace(PTRACE_GETSIGINFO, tracee_.thread(), nullptr, siginfo.data());
   core::Expected<Stop> stop = tracee_.Step(sig);
   if (!stop.ok()) return stop.status();
   if (stop->kind == Stop::kExited || stop->kind == Stop::kKilled) {
@@ -856,7 +860,7 @@ core::Status EmuSession::DeliverFault(int sig) {
                                  after.r12, after.r13, after.r14, after.r15, after.eflags};
   DiffHot(v);
   BuildWrites();
-  sink_.OnSignal({sig, after.rip, changes_, writes_});
+  sink_.OnSignal({sig, after.rip, siginfo, changes_, writes_});
   ++result_.signals;
   data_.clear();
   spans_.clear();

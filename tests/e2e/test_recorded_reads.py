@@ -41,6 +41,12 @@ def marks():
 L = marks()
 
 
+def cpu_has_avx512():
+    """Whether this CPU runs AVX-512 (glibc's EVEX string functions)."""
+    with open("/proc/cpuinfo") as f:
+        return re.search(r"^flags\s*:.*\bavx512f\b", f.read(), re.M) is not None
+
+
 def gdb_lines(text):
     """Source line numbers gdb printed for its stops, in order."""
     return [int(n) for n in re.findall(r"^(\d+)\t", text, re.M)]
@@ -128,6 +134,16 @@ class Recording:
         dump = util.run([self.env.backstep, "dump", self.traces[True].path, "--at", "end",
                          "--regs"])
         facts = dict(re.findall(r"^(k\d|xmm16|xmm17)\s+(0x[0-9a-f]+)$", dump, re.M))
+        if not cpu_has_avx512():
+            # glibc picks its AVX2/SSE functions: the recording holds no
+            # AVX-512 state, and the stub must not serve gdb's avx512 feature
+            # (served AVX-512 state: test_lldb_plugin.py's Avx512, from a trace
+            # written with it).
+            self.assertEqual(facts, {}, dump)
+            with self.gdb(["monitor goto end", "p $k0", "p $xmm16"]) as out:
+                util.expect(self, r"^\$1 = void$", out)
+                util.expect(self, r"^\$2 = void$", out)
+            return
         self.assertEqual(len(facts), 10, dump)
         self.assertTrue(any(int(facts["k%d" % i], 16) for i in range(8)), dump)
         with self.gdb(["monitor goto end", "stepi", "p/x $k0", "p/x $k1", "p/x $k2",

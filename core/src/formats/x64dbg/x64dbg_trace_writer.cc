@@ -203,7 +203,7 @@ Status X64dbgTraceWriter::Append(const Event& event) {
     return Status::Unsupported(where + ": " + std::to_string(entries.size()) +
                                " memory windows (an x64dbg block holds at most 255)");
   }
-  pending_.emplace();
+  pending_ = Pending{};
   pending_->thread = tid;
   pending_->opcode.assign(opcode->data.begin(), opcode->data.end());
   pending_->entries = std::move(entries);
