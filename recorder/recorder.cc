@@ -209,7 +209,7 @@ class Session {
   std::vector<std::uint8_t> read_data_;  // contents (or zeros) of reads_
   std::vector<core::MemoryAccess> reads_;
   int pending_signal_ = 0;
-  bool cpuid_faults_ = false;  // --cpuid portable through CPUID faulting (Start)
+  bool cpuid_faults_ = false;                // --cpuid portable through CPUID faulting (Start)
   std::array<std::uint8_t, 128> siginfo_{};  // of the signal OnSignal handles
   core::Address last_pc_ = 0;
   std::vector<Thread> threads_;
@@ -859,19 +859,8 @@ core::Status Session::DeliverHandled(core::Address pc, const Decoded& d, int sig
   }
   user_regs_struct after{};
   if (core::Status s = tracee_.GetRegs(&after); !s.ok()) return s;
-  // The frame's saved rflags (rt_sigframe: pretcode, uc_flags, uc_link,
-  // uc_stack, then sigcontext with rflags at +136) carry the TF that
-  // single-stepping set; the program never sees it.
-  const core::Address saved_flags = after.rsp + 8 + 8 + 8 + 24 + 136;
-  std::uint64_t flags = 0;
-  if (tracee_.ReadMemory(saved_flags, {reinterpret_cast<std::uint8_t*>(&flags), 8}) == 8 &&
-      (flags & (kTf | kRf))) {
-    flags &= ~(kTf | kRf);
-    if (core::Status s =
-            tracee_.WriteMemory(saved_flags, {reinterpret_cast<std::uint8_t*>(&flags), 8});
-        !s.ok())
-      return s;
-  }
+  // The frame's saved rflags carry the TF of the step: the program never sees it.
+  if (core::Status s = ClearStepFlagsInSignalFrame(tracee_, after.rsp); !s.ok()) return s;
   next_slots_ = slots_;
   layout_.CollectGprs(after, next_slots_);
   if (core::Status s = tracee_.GetXState(&xstate_); !s.ok()) return s;

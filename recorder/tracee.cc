@@ -376,4 +376,16 @@ std::string Tracee::ExecutablePath() const {
   return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "";
 }
 
+core::Status ClearStepFlagsInSignalFrame(const Tracee& tracee, core::Address rsp) {
+  constexpr std::uint64_t kTf = 1u << 8, kRf = 1u << 16;
+  const core::Address saved_flags = rsp + 8 + 8 + 8 + 24 + 136;
+  std::uint64_t flags = 0;
+  if (tracee.ReadMemory(saved_flags, {reinterpret_cast<std::uint8_t*>(&flags), 8}) != 8 ||
+      (flags & (kTf | kRf)) == 0) {
+    return core::Status::Ok();
+  }
+  flags &= ~(kTf | kRf);
+  return tracee.WriteMemory(saved_flags, {reinterpret_cast<std::uint8_t*>(&flags), 8});
+}
+
 }  // namespace backstep::record

@@ -117,6 +117,13 @@ class Tracee {
   pid_t thread_ = -1;
 };
 
+// In the signal frame the kernel just built at `rsp` (the handler's first
+// instruction: rt_sigframe's pretcode, uc_flags, uc_link, uc_stack, then
+// sigcontext with rflags at +136), clears the trap and resume flags that
+// single-stepping and the fault set, so rt_sigreturn does not restore them
+// into the program.
+core::Status ClearStepFlagsInSignalFrame(const Tracee& tracee, core::Address rsp);
+
 // Unsupported unless `path` is an x86-64 ELF file; NotFound if missing.
 core::Status CheckX86_64Elf(const std::string& path);
 // argv[0] resolved through PATH like execvp; "" when not found.

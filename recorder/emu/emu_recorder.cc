@@ -828,18 +828,8 @@ core::Status EmuSession::DeliverFault(int sig) {
   }
   user_regs_struct after{};
   if (core::Status s = tracee_.GetRegs(&after); !s.ok()) return s;
-  // The frame's saved rflags (rt_sigframe: pretcode, uc_flags, uc_link,
-  // uc_stack, then sigcontext with rflags at +136) carry the TF of the step.
-  const core::Address saved_flags = after.rsp + 8 + 8 + 8 + 24 + 136;
-  std::uint64_t flags = 0;
-  if (tracee_.ReadMemory(saved_flags, {reinterpret_cast<std::uint8_t*>(&flags), 8}) == 8 &&
-      (flags & (kTf | kRf))) {
-    flags &= ~(kTf | kRf);
-    if (core::Status s =
-            tracee_.WriteMemory(saved_flags, {reinterpret_cast<std::uint8_t*>(&flags), 8});
-        !s.ok())
-      return s;
-  }
+  // The frame's saved rflags carry the TF of the step: the program never sees it.
+  if (core::Status s = ClearStepFlagsInSignalFrame(tracee_, after.rsp); !s.ok()) return s;
   after.eflags &= ~(kTf | kRf);
   // The frame: every byte of writable memory that changed, into Unicorn too.
   data_.clear();

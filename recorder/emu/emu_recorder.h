@@ -35,11 +35,17 @@
 // The vDSO is hidden from the program (vdso.h: RecordOptions::hide_vdso is
 // implied): its clock functions are system calls the tracee runs.
 //
+// Signals: a fault of an instruction (in the emulator, or of one run on the
+// CPU) is raised again in the tracee and the kernel delivers it; the
+// delivery is recorded as the ptrace engine records it. fork/vfork and a
+// clone of a process record the parent; the child runs untraced.
+//
 // Refused (Unsupported; the trace ends before the instruction, the sink is
-// finished): an instruction the emulator cannot execute, a memory fault (a
-// signal), int3/int n, clone/fork/vfork/execve, a signal, a read of the
-// [vvar] page (only through the vDSO's code, which nothing calls). The stack grows down as the kernel grows it
-// (GrowStack: the tracee touches the page, Unicorn maps it).
+// finished): int3/int n and other CPU exceptions the tracee does not raise,
+// threads (clone of a thread), execve, following the child of a fork, a
+// signal that arrives during a system call, a read of the [vvar] page (only
+// through the vDSO's code, which nothing calls). The stack grows down as the
+// kernel grows it (GrowStack: the tracee touches the page, Unicorn maps it).
 //
 // Thread-safety: one recording per thread (ptrace is per-thread).
 #pragma once

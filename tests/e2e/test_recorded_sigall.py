@@ -170,7 +170,12 @@ class SigallTest(unittest.TestCase):
 
     def test_gdb_fatal_signal_ends_the_trace(self):
         path = os.path.join(self.env.dir, "sigall_segv.ucir")
-        out = util.run([self.env.backstep, "record", "-o", path, "--", self.program, "segv"])
+        argv = [self.env.backstep, "record", "-o", path, "--", self.program, "segv"]
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=util.STEP_TIMEOUT)
+        out = proc.stdout
+        # `record` exits as the program did: killed by SIGSEGV, 128 + 11.
+        self.assertEqual(proc.returncode, 128 + 11, out)
         self.assertIn("signal 11", out)
         trace = util.Trace(path, {})
         with open(SOURCE) as f:
