@@ -39,8 +39,10 @@ def make(env, name, extra):
 
 
 def gdb(server, commands):
+    # The sanitizer build answers the first packets after it reads the
+    # trace, which can take longer than gdb's default 2 s.
     argv = ["gdb", "-q", "-batch", "-nx", "-ex", "set pagination off",
-            "-ex", "target remote " + server.address()]
+            "-ex", "set remotetimeout 60", "-ex", "target remote " + server.address()]
     for c in commands:
         argv += ["-ex", c]
     return util.run(argv, check=False)
