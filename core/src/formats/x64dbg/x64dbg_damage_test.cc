@@ -105,10 +105,16 @@ TEST(X64dbgDamageTest, TruncatedAtEveryLength) {
 }
 
 TEST(X64dbgDamageTest, FlippedBytesNeverCrash) {
+  // Under the sanitizers (where this sweep takes minutes), two of the masks.
+#ifdef BACKSTEP_SANITIZED_BUILD
+  const std::vector<std::uint8_t> masks = {0xff, 0x01};
+#else
+  const std::vector<std::uint8_t> masks = {0xff, 0x01, 0x80, 0x10};
+#endif
   for (bool i386 : {false, true}) {
     const std::vector<std::uint8_t> full = Small(i386);
     for (std::size_t at = 0; at < full.size(); ++at) {
-      for (std::uint8_t mask : {0xff, 0x01, 0x80, 0x10}) {
+      for (std::uint8_t mask : masks) {
         std::vector<std::uint8_t> bytes = full;
         bytes[at] ^= mask;
         const Outcome o = ReadAll(std::move(bytes));
