@@ -4,6 +4,7 @@
 // threads report their end by posting to it.
 #include "backstep/gdbstub/server.h"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,6 +24,20 @@
 namespace backstep::gdbstub {
 
 namespace asio = boost::asio;
+
+namespace {
+
+// True when the client closed the connection before sending a byte (a port
+// scanner, a storm of connect/close): serving it would build a cursor for
+// nobody, and a backlog of those would make the next real client wait (1,000
+// of them cost ~10 s). A client that sent bytes, or half-closed after sending
+// them, is served.
+bool ClosedBeforeSpeaking(int fd) {
+  char byte;
+  return ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+}  // namespace
 using asio::ip::tcp;
 
 class Server::Impl {
@@ -101,6 +116,8 @@ void Server::Impl::Accept() {
       int fd = socket.release(released);
       if (released) {
         Notice("cannot take the client's socket: " + released.message());
+      } else if (ClosedBeforeSpeaking(fd)) {
+        ::close(fd);
       } else if (core::Status status = AddConnection(fd, fd, peer); !status.ok()) {
         Notice(status.ToString());
       }
