@@ -1,8 +1,8 @@
 #include <sys/stat.h>
 
-#include <charconv>
 #include <cstdio>
 
+#include "backstep/core/number.h"
 #include "cli/cli.h"
 
 namespace backstep::cli {
@@ -117,17 +117,7 @@ std::optional<std::uint64_t> ParseNumber(std::string_view text) {
   for (char c : text) {
     if (c != '_') digits += c;
   }
-  int base = 10;
-  std::string_view s = digits;
-  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-    base = 16;
-    s.remove_prefix(2);
-  }
-  if (s.empty()) return std::nullopt;
-  std::uint64_t value = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value, base);
-  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return value;
+  return core::ParseNumber(digits);
 }
 
 bool SameFile(const std::string& a, const std::string& b) {

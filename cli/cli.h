@@ -48,7 +48,8 @@ class Args {
   std::vector<std::string> problems_;
 };
 
-// Parses "0x1f", "31", "1_000"; nullopt on garbage or overflow.
+// Parses "0x1f", "31", "1_000": core::ParseNumber once the "_" digit
+// separators are dropped; nullopt on garbage or overflow.
 std::optional<std::uint64_t> ParseNumber(std::string_view text);
 
 // True when both paths name the same existing file (hard links included).

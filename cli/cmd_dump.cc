@@ -15,13 +15,8 @@ namespace {
 
 // "0x" + the register's bytes, most significant first (gdb's raw order).
 std::string RegisterText(std::span<const std::uint8_t> bytes) {
-  std::string out = "0x";
-  static const char kDigits[] = "0123456789abcdef";
-  for (std::size_t i = bytes.size(); i-- > 0;) {
-    out += kDigits[bytes[i] >> 4];
-    out += kDigits[bytes[i] & 15];
-  }
-  return out;
+  const std::vector<std::uint8_t> msb_first(bytes.rbegin(), bytes.rend());
+  return "0x" + core::HexBytes(msb_first);
 }
 
 // Every register of gdb's set, known or not; system registers (control,

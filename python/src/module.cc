@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "backstep/core/number.h"
 #include "backstep/core/search.h"
 #include "py_common.h"
 
@@ -16,11 +17,12 @@ namespace {
 
 ModuleState g_state;
 
-// "... offset 0x1a2b ..." -> 0x1a2b.
+// "... offset 0x1a2b ..." -> 0x1a2b (the hex digits that follow "offset ").
 std::optional<std::uint64_t> ParseOffset(const std::string& message) {
   const std::size_t at = message.find("offset 0x");
   if (at == std::string::npos) return std::nullopt;
-  return std::strtoull(message.c_str() + at + 9, nullptr, 16);
+  const std::size_t end = message.find_first_not_of("0123456789abcdefABCDEF", at + 9);
+  return core::ParseNumber(std::string_view(message).substr(at + 7, end - (at + 7)));
 }
 
 void SetAttr(PyObject* obj, const char* name, PyObject* value) {

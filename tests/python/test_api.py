@@ -4,6 +4,7 @@ positions at a pc (lazy, counted), run with breakpoints and watches,
 stepping, errors."""
 
 import os
+import re
 
 import pytest
 
@@ -106,6 +107,9 @@ def test_errors_name_the_file(workdir, reven, loop_ucir):
     assert cut in str(err.value)
     assert err.value.file == cut
     assert err.value.offset is None or err.value.offset <= 100
+    # The offset attribute is the one the message names, if it names one.
+    named = re.search(r"offset (0x[0-9a-f]+)", str(err.value))
+    assert err.value.offset == (int(named.group(1), 16) if named else None)
     t = backstep.open(reven.path)
     with pytest.raises(backstep.TraceError) as err:
         t._t.cursor().seek(len(t) + 5)

@@ -7,10 +7,11 @@
 //       "key value" line each (events, far_pc, far_pc_event, once_address,
 //       once_size, once_event, stack, code_lo, code_hi), for end-to-end tests
 #include <cstdio>
-#include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "backstep/core/number.h"
 #include "backstep/testing/reven_generator.h"
 
 namespace {
@@ -39,12 +40,15 @@ int main(int argc, char** argv) {
   bool print_info = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
-    if (a == "--events" && i + 1 < argc) {
-      opts.events = std::strtoull(argv[++i], nullptr, 0);
-    } else if (a == "--seed" && i + 1 < argc) {
-      opts.seed = std::strtoull(argv[++i], nullptr, 0);
-    } else if (a == "--cache-every" && i + 1 < argc) {
-      opts.cache_every = std::strtoull(argv[++i], nullptr, 0);
+    std::uint64_t* number = a == "--events"        ? &opts.events
+                            : a == "--seed"        ? &opts.seed
+                            : a == "--cache-every" ? &opts.cache_every
+                                                   : nullptr;
+    const std::optional<std::uint64_t> n =
+        number && i + 1 < argc ? backstep::core::ParseNumber(argv[i + 1]) : std::nullopt;
+    if (n) {
+      *number = *n;
+      ++i;
     } else if (a == "--info") {
       print_info = true;
     } else if (a == "--print-stack-address") {

@@ -7,10 +7,11 @@
 // --block 816: R blocks cut to gdb's 816-byte amd64 layout (what gdbserver
 // writes on a host without AVX-512; a third of the size of 2416-byte ones).
 #include <cstdio>
-#include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "backstep/core/number.h"
 #include "backstep/testing/tfile_fixtures.h"
 
 int main(int argc, char** argv) {
@@ -18,10 +19,13 @@ int main(int argc, char** argv) {
   std::uint64_t frames = 0, block = 0;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
-    if (a == "--frames" && i + 1 < argc) {
-      frames = std::strtoull(argv[++i], nullptr, 0);
-    } else if (a == "--block" && i + 1 < argc) {
-      block = std::strtoull(argv[++i], nullptr, 0);
+    if ((a == "--frames" || a == "--block") && i + 1 < argc) {
+      const std::optional<std::uint64_t> n = backstep::core::ParseNumber(argv[++i]);
+      if (!n) {
+        sample.clear();
+        break;
+      }
+      (a == "--frames" ? frames : block) = *n;
     } else if (!a.empty() && a[0] != '-' && sample.empty()) {
       sample = a;
     } else if (!a.empty() && a[0] != '-' && out.empty()) {

@@ -5,9 +5,10 @@
 // the first position at which thread B's stack slot is written, and the
 // first full register dump's position.
 #include <cstdio>
-#include <cstdlib>
+#include <optional>
 #include <string>
 
+#include "backstep/core/number.h"
 #include "backstep/testing/x64dbg_fixtures.h"
 
 namespace t = backstep::core::testing;
@@ -23,10 +24,13 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--i386") {
       o.i386 = true;
-    } else if (a == "--instructions" && i + 1 < argc) {
-      o.instructions = std::strtoull(argv[++i], nullptr, 0);
-    } else if (a == "--reveal" && i + 1 < argc) {
-      o.reveal_at = std::strtoull(argv[++i], nullptr, 0);
+    } else if ((a == "--instructions" || a == "--reveal") && i + 1 < argc) {
+      const std::optional<std::uint64_t> n = backstep::core::ParseNumber(argv[++i]);
+      if (!n) {
+        std::fprintf(stderr, "make_x64dbg: %s wants a number, not %s\n", a.c_str(), argv[i]);
+        return 2;
+      }
+      (a == "--instructions" ? o.instructions : o.reveal_at) = *n;
     } else {
       std::fprintf(stderr, "make_x64dbg: unknown argument %s\n", a.c_str());
       return 2;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backstep/core/arch.h"
+#include "backstep/core/hex.h"
 
 namespace backstep::core {
 
@@ -45,9 +46,7 @@ class TableBuilder {
   }
   // A model-specific register named msr_XXXXXXXX (8 bytes, system).
   void AddMsr(std::uint32_t index) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string name = "msr_00000000";
-    for (int i = 0; i < 8; ++i) name[11 - i] = kHex[(index >> (4 * i)) & 0xf];
+    std::string name = "msr_" + HexPadded(index, 8).substr(2);
     Add(Intern(std::move(name)), 8, 0, "uint64", "system");
   }
   std::vector<RegisterInfo> Take() { return std::move(regs_); }

@@ -1,19 +1,18 @@
 #include "backstep/core/mappings.h"
 
-#include <charconv>
 #include <optional>
+
+#include "backstep/core/number.h"
 
 namespace backstep::core {
 namespace {
 
 constexpr std::string_view kNotZeroFilled = "(not zero-filled)";
 
+// "0x1a2b" only: the mapping notes write every number in hex.
 std::optional<std::uint64_t> ParseHexNumber(std::string_view text) {
-  if (!text.starts_with("0x") || text.size() == 2) return std::nullopt;
-  std::uint64_t value = 0;
-  auto [end, error] = std::from_chars(text.data() + 2, text.data() + text.size(), value, 16);
-  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
+  if (!text.starts_with("0x")) return std::nullopt;
+  return ParseNumber(text);
 }
 
 // The next space-separated word of *text (consumed with its space).

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cassert>
-#include <charconv>
 #include <optional>
 #include <string>
 
+#include "backstep/core/number.h"
 #include "util/hex.h"
 
 namespace backstep::core {
@@ -116,19 +116,6 @@ Expected<Translation> Walk32(const PagingRegisters& regs, Address va, const Phys
   if (!pte) return WalkError(va, "PTE", pte_at, "is unknown");
   if ((*pte & kPresent) == 0) return WalkError(va, "PTE", pte_at, "is not present");
   return Translation{(*pte & 0xfffff000) | (va & 0xfff), k4K};
-}
-
-// Parses "0x28", "40" or "1"; nullopt when not a number.
-std::optional<std::uint64_t> ParseNumber(std::string_view s) {
-  int base = 10;
-  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-    s.remove_prefix(2);
-    base = 16;
-  }
-  std::uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
 }
 
 std::optional<std::uint64_t> Property(const TraceHeader& header, std::string_view key) {

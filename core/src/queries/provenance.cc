@@ -192,7 +192,6 @@ Expected<std::vector<OriginStep>> Origin(const Trace& trace, Address address, st
 }
 
 std::string FormatOrigin(const std::vector<OriginStep>& steps) {
-  static const char kDigits[] = "0123456789abcdef";
   std::string out;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const OriginStep& s = steps[i];
@@ -203,8 +202,7 @@ std::string FormatOrigin(const std::vector<OriginStep>& steps) {
     for (std::size_t j = 0; j < s.value.size() && j < 64; ++j) {
       out += ' ';
       if (s.known[j]) {
-        out += kDigits[s.value[j] >> 4];
-        out += kDigits[s.value[j] & 15];
+        out += HexBytes({&s.value[j], 1});
       } else {
         out += "??";
       }

@@ -10,30 +10,31 @@
 //
 // Moving cheaply: forward seeks within reach continue from the current
 // position. Once a backward step had to replay from a keyframe, replayed
-// events are journaled (reader position and old values of the registers they
-// changed), so further StepBackward() calls and short backward seeks undo
-// events instead of replaying; a seek that loads a keyframe stops
-// journaling. The journal holds at most 2 K events.
+// events are journaled (undo_journal.h), so further StepBackward() calls and
+// short backward seeks undo events instead of replaying; a seek that loads a
+// keyframe stops journaling.
 //
-// Memory pages read at this position are cached (up to kCachedPages 4 KiB
-// native pages, least recently used out), so the debugger's repeated small
-// reads after each step (the stack, page tables) cost a copy instead of
-// index lookups. A page is cached on its second read since the last
-// keyframe load (a first read asks the index for the bytes asked only: a
-// read after a jump stays as cheap as it was). The replay from a keyframe
-// that starts a journal does not record memory writes (a jump followed by
-// one step stays as cheap as it was); the first page cached in that window
-// decodes the window's events once more to record them. The cache always describes position_: a
-// step forward patches it with the event's writes, a step backward restores the old bytes the
-// journal kept, a clear of memory or a keyframe load empties it. A page first read while the
-// journal is not empty is read at the journal's base and brought forward through the journaled
-// writes, so that every journaled write to a cached page has its old bytes.
+// Memory pages read at this position are cached (page_cache.h), so the
+// debugger's repeated small reads after each step (the stack, page tables)
+// cost a copy instead of index lookups. The cache always describes
+// position_: a step forward patches it with the event's writes, a step
+// backward restores the old bytes the journal kept, a clear of memory or a
+// keyframe load empties it. The replay from a keyframe that starts a journal
+// does not record memory writes (a jump followed by one step stays as cheap
+// as it was); the first page cached in that window decodes the window's
+// events once more to record them. A page first read while the journal is
+// not empty is read at the journal's base and brought forward through the
+// journaled writes, so that every journaled write to a cached page has its
+// old bytes.
+//
+// Files: replay_cursor.cc (steps, registers, threads),
+// replay_cursor_seek.cc (jumps: keyframes and register clears),
+// replay_cursor_memory.cc (reads through the cache, page walks).
 //
 // Thread-safety: one thread at a time (Cursor's contract; the cache makes
 // const reads mutate). The Trace must outlive the cursor.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -46,6 +47,8 @@
 #include "index/memory_state.h"
 #include "index/trace_index.h"
 #include "paging/x86_paging.h"
+#include "replay/page_cache.h"
+#include "replay/undo_journal.h"
 
 namespace backstep::core {
 
@@ -82,38 +85,6 @@ class ReplayCursor final : public Cursor {
   Expected<std::vector<NativeRange>> TranslateRange(Address address, std::uint64_t length) const;
 
  private:
-  struct JournalEntry {
-    ReaderPosition reader_position;   // of the event
-    std::uint32_t undo_begin;         // first UndoRecord of the event
-    std::uint32_t undo_bytes_begin;   // its first byte in undo_bytes_
-    std::uint32_t write_begin;        // first WriteRecord of the event
-    std::uint32_t write_bytes_begin;  // its first byte in write_bytes_
-    bool clears_memory;
-  };
-  // One journaled memory write, within one page.
-  struct WriteRecord {
-    Address address;
-    std::uint32_t size;
-    std::uint32_t data;  // the written bytes, in write_bytes_
-    // The bytes before the write, values then known flags, in old_bytes_;
-    // kNoOld while the page was not cached.
-    std::uint32_t old;
-  };
-  static constexpr std::uint32_t kNoOld = ~std::uint32_t{0};
-  static constexpr std::size_t kCachedPages = 16;
-  struct CachedPage {
-    Address base = 0;
-    std::uint64_t used = 0;  // LRU clock
-    bool valid = false;
-    std::vector<std::uint8_t> bytes;  // kPageSize values, then kPageSize known flags
-  };
-  struct UndoRecord {
-    std::uint32_t thread;
-    RegisterId reg;  // kNoRegister: the whole file
-    bool known;
-    std::uint32_t bytes;  // offset in undo_bytes_
-  };
-
   // ---- Jumps (replay_cursor_seek.cc).
   Status LoadKeyframe(std::uint64_t k);
   // The last event in (from, p) that clears the registers, with its reader
@@ -128,20 +99,17 @@ class ReplayCursor final : public Cursor {
   // Applies event position_ (decoding it unless cached) and journals it.
   Status ApplyNext();
   void UndoLast();
-  void ClearJournal();
-  // ---- Page cache.
-  CachedPage* FindPage(Address base) const;
-  // nullptr when the page cannot be cached (the reader failed).
-  CachedPage* LoadPage(Address base) const;
+  // Empties the journal at position_.
+  void ClearJournal() { journal_.Clear(position_); }
+  // ---- Memory (replay_cursor_memory.cc).
+  // The cached page at `base`, loaded if needed; nullptr when the page
+  // cannot be cached (the reader failed).
+  PageCache::Page* LoadPage(Address base) const;
   // Reads native memory at position_ through the cache.
   void ReadCached(Address address, std::span<std::uint8_t> out,
                   std::span<std::uint8_t> known) const;
   // Applies event_'s writes to the cached pages, journaling them if asked.
   void PatchWrites(bool journal);
-  void DropPages() const;
-  // Records the writes of the journal's unrecorded entries (decoding their
-  // events again); false if the reader fails.
-  bool RecordJournaledWrites() const;
   Expected<PagingRegisters> Paging() const;
   PhysicalReadFn PhysicalReader() const;
   Status ReadVirtual(Address address, std::span<std::uint8_t> out,
@@ -163,27 +131,11 @@ class ReplayCursor final : public Cursor {
   // lasts until a seek loads a keyframe (random seeks do not pay for it).
   bool journaling_ = false;
   std::optional<std::pair<std::uint64_t, std::size_t>> last_thread_;  // (tid, index) cache
-  std::uint64_t journal_base_ = 0;             // journal_[i] is event journal_base_ + i
-  mutable std::vector<JournalEntry> journal_;  // mutable: RecordJournaledWrites
-  std::vector<UndoRecord> undo_;
-  std::vector<std::uint8_t> undo_bytes_;
-  mutable std::vector<WriteRecord> writes_;
-  mutable std::vector<std::uint8_t> write_bytes_;
-  // Appended to, never cut back until the journal is cleared (old bytes of
-  // a page loaded late belong to earlier entries).
-  mutable std::vector<std::uint8_t> old_bytes_;
-  // Entries [0, unrecorded_) of the journal have no WriteRecords (and then
-  // no page is cached); recording_writes_ says whether new entries get them.
-  mutable std::size_t unrecorded_ = 0;
-  mutable bool recording_writes_ = true;
-  mutable Event scratch_event_;
-  mutable std::vector<WriteRecord> scratch_writes_;
-  mutable std::vector<std::uint8_t> scratch_bytes_;
-  mutable std::vector<CachedPage> pages_;
-  mutable std::uint64_t page_clock_ = 0;
-  // Pages read once since the last drop, not cached (ring).
-  mutable std::array<Address, 8> missed_{};
-  mutable std::size_t missed_count_ = 0;
+  // Event journal_.base() + i is journal entry i. Mutable: a read that
+  // caches a page records the journal's writes and brings the page forward.
+  mutable UndoJournal journal_;
+  // Mutable: the cache makes const reads mutate.
+  mutable PageCache pages_;
 };
 
 }  // namespace backstep::core

@@ -1,6 +1,7 @@
 // ReplayCursor's jumps: where the replay to a position starts (the state
 // the cursor is in, a keyframe, or an event that clears the registers) and
-// the replay itself. The rest of the cursor is in replay_cursor.cc.
+// the replay itself (keyframes: index/trace_index.h). The rest of the cursor is
+// in replay_cursor.cc.
 #include <string>
 
 #include "replay/replay_cursor.h"
@@ -13,10 +14,10 @@ Status ReplayCursor::LoadKeyframe(std::uint64_t k) {
   const std::uint64_t p = k * index_.keyframe_interval();
   Status s = reader_->Seek(index_.KeyframeReaderPosition(k));
   if (!s.ok()) return s.Annotate("seeking to keyframe at position " + std::to_string(p));
-  position_ = reader_at_ = journal_base_ = p;
+  position_ = reader_at_ = p;
   event_at_ = kNoEvent;
   ClearJournal();
-  DropPages();
+  pages_.Drop();
   return Status();
 }
 
@@ -38,10 +39,10 @@ Status ReplayCursor::LoadResetPoint(std::uint64_t event, const ReaderPosition& a
   for (RegisterFile& file : regs_) file.Clear();
   Status s = reader_->Seek(at);
   if (!s.ok()) return s.Annotate("seeking to event " + std::to_string(event));
-  position_ = reader_at_ = journal_base_ = event;
+  position_ = reader_at_ = event;
   event_at_ = kNoEvent;
   ClearJournal();
-  DropPages();
+  pages_.Drop();
   // The state before the clear is not known here: apply the clear without
   // journaling it, so that the journal (and backward steps) start after it.
   const bool journaling = journaling_;
@@ -57,7 +58,7 @@ Status ReplayCursor::Seek(Position target) {
     return Status::OutOfRange("seek to position " + std::to_string(p) + " past the end (" +
                               std::to_string(n) + ")");
   }
-  if (p < position_ && p >= journal_base_) {
+  if (p < position_ && p >= journal_.base()) {
     while (position_ > p) UndoLast();
     return Status();
   }
@@ -89,7 +90,7 @@ Status ReplayCursor::SeekJournaled(std::uint64_t p) {
   } else {
     BACKSTEP_RETURN_IF_ERROR(LoadKeyframe(p / interval));
   }
-  recording_writes_ = false;  // the cache is empty: LoadPage records them if needed
+  journal_.set_recording_writes(false);  // the cache is empty: LoadPage records them if needed
   while (position_ < p) BACKSTEP_RETURN_IF_ERROR(ApplyNext());
   return Status();
 }

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "backstep/core/hex.h"
+
 namespace backstep::core::testing {
 namespace {
 
@@ -22,12 +24,7 @@ class Builder {
     }
   }
   void Skip(std::uint16_t n) { next_ += n; }
-  void Msr(std::uint32_t index) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string name = "msr_00000000";
-    for (int i = 0; i < 8; ++i) name[11 - i] = kHex[(index >> (4 * i)) & 0xf];
-    Reg(name, 8);
-  }
+  void Msr(std::uint32_t index) { Reg("msr_" + HexPadded(index, 8).substr(2), 8); }
   std::uint16_t next() const { return next_; }
 
   static std::vector<std::uint8_t> Le(std::uint64_t v, int n) {

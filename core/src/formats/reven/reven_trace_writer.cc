@@ -43,13 +43,15 @@ RevenMachine ExportMachine(const std::vector<MemoryRegion>& regions, const Trace
     m.registers.push_back(
         {static_cast<std::uint16_t>(kFirstRegisterId + i), exports[i].size, exports[i].name});
   }
-  auto id_of = [&](std::string_view name) {
-    for (const RevenRegisterDecl& r : m.registers) {
-      if (r.name == name) return r.id;
+  // The declared id of the register that stores table register `target`.
+  auto id_of = [&](RegisterId target) {
+    for (std::size_t i = 0; i < exports.size(); ++i) {
+      if (exports[i].mapping.target[0] == target) return m.registers[i].id;
     }
     return std::uint16_t{0};
   };
-  const std::uint16_t rip = id_of("rip"), rsp = id_of("rsp"), flags = id_of("eflags");
+  const ArchDescription& arch = X86_64();
+  const std::uint16_t rip = id_of(arch.pc()), rsp = id_of(arch.sp()), flags = id_of(arch.flags());
   for (int n = 1; n <= 15; ++n) {
     m.operations.push_back({std::uint8_t(kRipAdd + n - 1), rip, 1, LeBytes(n, 8)});
   }
@@ -212,15 +214,17 @@ void RevenTraceWriter::EmitRegister(const Touched& t) {
   std::uint8_t after[64];
   EncodeRevenValue(reg, *regs_, after);
   const auto id = static_cast<std::uint16_t>(kFirstRegisterId + t.index);
-  if (reg.name == "rip") {
+  const RegisterId target = reg.mapping.target[0];
+  const ArchDescription& arch = X86_64();
+  if (target == arch.pc()) {
     const std::uint64_t delta = Le64(after) - Le64(t.before);
     if (delta >= 1 && delta <= 15) return writer_->WriteOperation(kRipAdd + delta - 1);
-  } else if (reg.name == "rsp") {
+  } else if (target == arch.sp()) {
     const auto delta = static_cast<std::int64_t>(Le64(after) - Le64(t.before));
     for (int i = 0; i < 8; ++i) {
       if (delta == kRspDeltas[i]) return writer_->WriteOperation(kRspAdd + i);
     }
-  } else if (reg.name == "eflags") {
+  } else if (target == arch.flags()) {
     std::uint32_t before, now;
     std::memcpy(&before, t.before, 4);
     std::memcpy(&now, after, 4);

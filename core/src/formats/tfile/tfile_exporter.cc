@@ -1,10 +1,10 @@
 #include <algorithm>
-#include <charconv>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "backstep/core/cursor.h"
+#include "backstep/core/number.h"
 #include "backstep/core/tfile_export.h"
 #include "formats/tfile/tfile_format.h"
 #include "formats/tfile/tfile_writer.h"
@@ -17,19 +17,6 @@ constexpr std::uint32_t kPositionTsv = 1;
 constexpr std::uint64_t kMemoryBlockHeader = 1 + 8 + 2;  // 'M', address, length
 constexpr std::uint64_t kTsvBlockSize = 1 + 4 + 8;       // 'V', number, value
 constexpr std::uint64_t kMaxFrames = 0x7fffffff;         // gdb's frame numbers are int
-
-std::optional<std::uint64_t> ParseU64(std::string_view text) {
-  int base = 10;
-  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
-    base = 16;
-    text.remove_prefix(2);
-  }
-  if (text.empty()) return std::nullopt;
-  std::uint64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, base);
-  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
 
 // Can `r` padding bytes be made of 11-byte empty M blocks and 13-byte V blocks?
 std::optional<std::pair<std::uint64_t, std::uint64_t>> PaddingBlocks(std::uint64_t r) {
@@ -317,9 +304,9 @@ Expected<TfileMemoryRange> ParseTfileMemoryRange(std::string_view spec) {
   if (colon == std::string_view::npos) {
     return Status::InvalidArgument(quoted + ": expected ADDR:LEN (e.g. 0x601040:64)");
   }
-  const auto address = ParseU64(spec.substr(0, colon));
+  const auto address = ParseNumber(spec.substr(0, colon));
   if (!address) return Status::InvalidArgument(quoted + ": ADDR is not a number");
-  const auto length = ParseU64(spec.substr(colon + 1));
+  const auto length = ParseNumber(spec.substr(colon + 1));
   if (!length) return Status::InvalidArgument(quoted + ": LEN is not a number");
   if (*length == 0 || *length > kTfileExportMemoryLimit) {
     return Status::InvalidArgument(quoted + ": LEN must be 1..16 MiB");

@@ -1,6 +1,6 @@
 #include "formats/tfile/tfile_text.h"
 
-#include <cstdio>
+#include "backstep/core/hex.h"
 
 namespace backstep::core::tfile_text {
 namespace {
@@ -11,8 +11,6 @@ int HexDigit(char c) {
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
 }
-
-constexpr char kDigits[] = "0123456789abcdef";
 
 }  // namespace
 
@@ -27,11 +25,7 @@ std::optional<std::uint64_t> ParseHexU64(std::string_view s) {
   return v;
 }
 
-std::string Hex(std::uint64_t v) {
-  char buf[20];
-  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
+std::string Hex(std::uint64_t v) { return HexU64(v).substr(2); }
 
 std::optional<std::string> DecodeHexText(std::string_view hex) {
   if (hex.size() % 2 != 0) return std::nullopt;
@@ -47,13 +41,7 @@ std::optional<std::string> DecodeHexText(std::string_view hex) {
 }
 
 std::string EncodeHexText(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() * 2);
-  for (unsigned char c : text) {
-    out += kDigits[c >> 4];
-    out += kDigits[c & 15];
-  }
-  return out;
+  return HexBytes({reinterpret_cast<const std::uint8_t*>(text.data()), text.size()});
 }
 
 std::string Printable(std::string_view text, std::size_t max) {
@@ -63,9 +51,7 @@ std::string Printable(std::string_view text, std::size_t max) {
     if (c == '\n') {
       out += "\\n";
     } else if (c < 0x20 || c >= 0x7f || c == '\\') {
-      out += "\\x";
-      out += kDigits[c >> 4];
-      out += kDigits[c & 15];
+      out += "\\x" + HexBytes({&c, 1});
     } else {
       out += static_cast<char>(c);
     }

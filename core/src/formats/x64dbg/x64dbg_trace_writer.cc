@@ -9,15 +9,7 @@
 #include "util/hex.h"
 
 namespace backstep::core {
-namespace {
-
-std::string Hex(std::uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Status X64dbgTraceWriter::Begin(
     const TraceHeader& header,
@@ -128,7 +120,7 @@ Status X64dbgTraceWriter::Append(const Event& event) {
   }
   if (!opcode) {
     return Status::Unsupported(where + ": no instruction bytes (a read of 1..15 bytes at pc " +
-                               Hex(pc) + "); x64dbg blocks carry the opcode");
+                               HexU64(pc) + "); x64dbg blocks carry the opcode");
   }
   // Registers before this instruction; the previous block is written now
   // that the state after it is known.
@@ -165,7 +157,7 @@ Status X64dbgTraceWriter::Append(const Event& event) {
   for (Address a : windows) {
     const std::uint64_t space_end = is64 ? 0 : std::uint64_t{1} << 32;
     if (a + duint - 1 < a || (space_end != 0 && a + duint > space_end)) {
-      return Status::Unsupported(where + ": access at " + Hex(a) +
+      return Status::Unsupported(where + ": access at " + HexU64(a) +
                                  " wraps around the address space");
     }
     std::uint8_t old[8] = {}, fresh[8] = {};
@@ -192,7 +184,7 @@ Status X64dbgTraceWriter::Append(const Event& event) {
       continue;
     }
     if (!old_known) {
-      return Status::Unsupported(where + ": memory at " + Hex(a) +
+      return Status::Unsupported(where + ": memory at " + HexU64(a) +
                                  " is unknown before the instruction; x64dbg records the old "
                                  "value of every access");
     }

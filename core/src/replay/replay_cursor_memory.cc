@@ -1,0 +1,152 @@
+// ReplayCursor's memory: reads at its position through the page cache
+// (page_cache.h), the cache kept true as the cursor steps, and the x86 page
+// walk of physical traces. The rest of the cursor is in replay_cursor.cc.
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+
+#include "paging/x86_paging.h"
+#include "replay/replay_cursor.h"
+
+namespace backstep::core {
+
+Status ReplayCursor::ReadMemory(Address address, std::span<std::uint8_t> out,
+                                std::span<std::uint8_t> known, AddressKind kind) const {
+  assert(out.size() == known.size());
+  if (index_.physical() && kind == AddressKind::kVirtual) return ReadVirtual(address, out, known);
+  if (!index_.physical() && kind == AddressKind::kPhysical) {
+    return Status::Unsupported(trace_.path() + ": physical read in a trace of virtual addresses");
+  }
+  ReadCached(address, out, known);
+  return Status();
+}
+
+PageCache::Page* ReplayCursor::LoadPage(Address base) const {
+  if (PageCache::Page* page = pages_.Find(base)) {
+    pages_.Touch(page);
+    return page;
+  }
+  if (journal_.unrecorded() > 0 && !journal_.RecordUnrecordedWrites(*reader_)) return nullptr;
+  journal_.set_recording_writes(true);
+  PageCache::Page* page = pages_.Claim();
+  std::span<std::uint8_t> values(page->values(), kPageSize);
+  std::span<std::uint8_t> known(page->known(), kPageSize);
+  // Read where the journal's writes to the page start, then replay them,
+  // keeping the old bytes each one overwrote: backward steps through the
+  // journal can then restore the page without the index.
+  ReadNativeMemory(index_, image_, journal_.PageReadPosition(), base, values, known);
+  journal_.BringPageForward(base, values, known);
+  pages_.Commit(page, base);
+  return page;
+}
+
+void ReplayCursor::ReadCached(Address address, std::span<std::uint8_t> out,
+                              std::span<std::uint8_t> known) const {
+  for (std::size_t done = 0; done < out.size();) {
+    const Address a = address + done;
+    const std::size_t offset = a & (kPageSize - 1);
+    const std::size_t n = std::min<std::size_t>(out.size() - done, kPageSize - offset);
+    PageCache::Page* page = pages_.ShouldCache(a - offset) ? LoadPage(a - offset) : nullptr;
+    if (page == nullptr) {
+      ReadNativeMemory(index_, image_, position_, a, out.subspan(done, n), known.subspan(done, n));
+    } else {
+      std::memcpy(out.data() + done, page->values() + offset, n);
+      std::memcpy(known.data() + done, page->known() + offset, n);
+    }
+    done += n;
+  }
+}
+
+void ReplayCursor::PatchWrites(bool journal) {
+  if (event_.flags & kEventClearsMemory) pages_.Drop();
+  for (const MemoryAccess& access : event_.writes) {
+    for (std::size_t done = 0; done < access.data.size();) {
+      const Address a = access.address + done;
+      const std::size_t offset = a & (kPageSize - 1);
+      const std::size_t n = std::min<std::size_t>(access.data.size() - done, kPageSize - offset);
+      const std::uint8_t* data = access.data.data() + done;
+      done += n;
+      PageCache::Page* page = pages_.Find(a - offset);
+      if (journal) journal_.RecordWrite(a, {data, n}, page ? page->values() + offset : nullptr);
+      if (page != nullptr) {
+        std::memcpy(page->values() + offset, data, n);
+        std::memset(page->known() + offset, 1, n);
+      }
+    }
+  }
+}
+
+Expected<PagingRegisters> ReplayCursor::Paging() const {
+  const std::optional<std::size_t> thread = index_.ThreadIndexOf(current_thread());
+  if (!thread) return Status::Unsupported(trace_.path() + ": no thread to translate with");
+  const PagingRegisters paging = PagingFromState(regs_[*thread], trace_.header());
+  if (!paging.registers_known) {
+    return Status::Unsupported(trace_.path() + ": paging registers unknown at position " +
+                               std::to_string(position_));
+  }
+  return paging;
+}
+
+// Page-table reads at this position (entries are at most 8 bytes).
+PhysicalReadFn ReplayCursor::PhysicalReader() const {
+  return [this](Address pa, std::span<std::uint8_t> bytes) {
+    std::uint8_t k[64];
+    if (bytes.size() > sizeof(k)) return false;
+    ReadCached(pa, bytes, {k, bytes.size()});
+    return std::all_of(k, k + bytes.size(), [](std::uint8_t b) { return b != 0; });
+  };
+}
+
+Status ReplayCursor::ReadVirtual(Address address, std::span<std::uint8_t> out,
+                                 std::span<std::uint8_t> known) const {
+  std::fill(out.begin(), out.end(), 0);
+  std::fill(known.begin(), known.end(), 0);
+  BACKSTEP_ASSIGN_OR_RETURN(const PagingRegisters paging, Paging());
+  const PhysicalReadFn read = PhysicalReader();
+  for (std::size_t done = 0; done < out.size();) {
+    const Address va = address + done;
+    Expected<Translation> t = TranslateX86(paging, va, read);
+    std::size_t n = std::min<std::size_t>(out.size() - done, kPageSize - (va & (kPageSize - 1)));
+    if (t.ok()) {
+      if (t->page_size == 0) {
+        n = out.size() - done;
+      } else {
+        n = std::min<std::size_t>(out.size() - done, t->page_size - (va & (t->page_size - 1)));
+      }
+      ReadCached(t->physical, out.subspan(done, n), known.subspan(done, n));
+    }
+    done += n;  // unmapped: unknown bytes up to the next 4 KiB boundary
+  }
+  return Status();
+}
+
+Expected<std::vector<NativeRange>> ReplayCursor::TranslateRange(Address address,
+                                                                std::uint64_t length) const {
+  std::vector<NativeRange> out;
+  auto add_pages = [&out](Address native, Address debugger, std::uint64_t n) {
+    while (n > 0) {
+      const std::uint64_t k = std::min<std::uint64_t>(n, kPageSize - (native & (kPageSize - 1)));
+      out.push_back({native, native + k, debugger});
+      native += k;
+      debugger += k;
+      n -= k;
+    }
+  };
+  if (!index_.physical()) {
+    add_pages(address, address, length);
+    return out;
+  }
+  BACKSTEP_ASSIGN_OR_RETURN(const PagingRegisters paging, Paging());
+  const PhysicalReadFn read = PhysicalReader();
+  for (std::uint64_t done = 0; done < length;) {
+    const Address va = address + done;
+    const std::uint64_t n =
+        std::min<std::uint64_t>(length - done, kPageSize - (va & (kPageSize - 1)));
+    Expected<Translation> t = TranslateX86(paging, va, read);
+    if (t.ok()) add_pages(t->physical, va, n);
+    done += n;
+  }
+  return out;
+}
+
+}  // namespace backstep::core
