@@ -138,6 +138,13 @@ core::Expected<std::optional<core::Position>> TraceTarget::DeliveryWithFrameAt(
   return std::optional<core::Position>();
 }
 
+core::Expected<std::optional<core::Position>> TraceTarget::SignalFrameCall(core::Address slot,
+                                                                           core::ThreadId thread,
+                                                                           core::Position before) {
+  if (signals() == nullptr) return std::optional<core::Position>();
+  return DeliveryWithFrameAt(slot, thread, before);
+}
+
 core::Expected<StopReason> TraceTarget::StopAt(const Slot& slot) {
   BACKSTEP_RETURN_IF_ERROR(MoveTo(core::Position(slot.position()), slot.thread));
   stop_slot_ = slot;
@@ -153,7 +160,7 @@ core::Expected<StopReason> TraceTarget::StopAt(const Slot& slot) {
 }
 
 core::Expected<std::optional<StopReason>> TraceTarget::EndOfProcess() {
-  if (position() < last_position_ || last_position_.value < trace_->event_count()) {
+  if (position() < served_.last() || served_.last().value < trace_->event_count()) {
     return std::optional<StopReason>();
   }
   BACKSTEP_ASSIGN_OR_RETURN(const Ending* ending, Scan());
@@ -170,7 +177,7 @@ core::Expected<std::vector<std::uint8_t>> TraceTarget::SignalInfo() {
     return core::Status::NotFound("the last stop was not for a signal");
   }
   // The delivery is the event at the stop's position.
-  BACKSTEP_ASSIGN_OR_RETURN(const core::Event* event, cursor_->CurrentEvent());
+  BACKSTEP_ASSIGN_OR_RETURN(const core::Event* event, served_.cursor().CurrentEvent());
   core::EventNotes notes = core::ReadEventNotes(*event);
   if (notes.siginfo.size() == kSiginfoSize) return std::move(notes.siginfo);
   // Not recorded: only the number is known.
