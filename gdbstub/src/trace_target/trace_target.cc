@@ -36,6 +36,7 @@ TraceTarget::TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOp
       options_(std::move(options)),
       served_(trace_, std::move(cursor), first_position, last_position),
       stop_points_(*trace_, options_.watch_only_changes),
+      signal_stops_(*trace_, served_),
       armed_moves_(*trace_, served_, stop_points_, *this),
       frames_(*trace_, served_),
       monitor_(*this),

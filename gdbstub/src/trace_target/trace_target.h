@@ -3,13 +3,13 @@
 // The public face is backstep/gdbstub/trace_target.h (NewTraceTarget); this
 // header is for the implementation files and the tests. TraceTarget answers
 // the Target calls itself (registers, memory, threads, documents) and runs
-// the resumes (run control, and the signal slots where they stop); every
+// the resumes (run control; SignalStops says where signals stop them); every
 // other capability is an object of its own, one file each as in packets/,
 // all sharing one ServedPosition. The session talks to the capability it
 // needs through Target's accessors:
 //   trace_target.cc          registers, memory, threads, documents, Restart
 //   trace_target_resume.cc   run control: steps and continues both ways
-//   trace_target_signals.cc  Signals: signal and system call stops, siginfo
+//   signal_stops.h           Signals: signal and system call stops, siginfo
 //   served_position.h        the position, the selected frame, the threads
 //   stop_points.h            Breakpoints and Watchpoints (Z/z)
 //   trace_frames.h           TraceFrames (QTFrame, tfind)
@@ -52,6 +52,7 @@
 #include "trace_target/monitor_table.h"
 #include "trace_target/process_files.h"
 #include "trace_target/served_position.h"
+#include "trace_target/signal_stops.h"
 #include "trace_target/stop_points.h"
 #include "trace_target/trace_frames.h"
 
@@ -60,7 +61,6 @@ namespace backstep::gdbstub {
 class TraceTarget final : public Target,
                           public ReverseExecution,
                           public RangeStepping,
-                          public Signals,
                           private MoveSteps {
  public:
   static core::Expected<std::unique_ptr<TraceTarget>> Create(
@@ -96,7 +96,7 @@ class TraceTarget final : public Target,
   TraceFrames* trace_frames() override { return &frames_; }
   MonitorCommands* monitor_commands() override { return &monitor_; }
   // Only for traces whose events may carry signals (TraceHeader).
-  Signals* signals() override;
+  Signals* signals() override { return signal_stops_.active() ? &signal_stops_ : nullptr; }
   // Only traces that know some memory ranges have a map.
   MemoryMap* memory_map() override {
     return trace_->header().regions.empty() ? nullptr : &memory_map_;
@@ -110,25 +110,6 @@ class TraceTarget final : public Target,
   core::Expected<StopReason> RangeStep(core::Address start, core::Address end,
                                        std::optional<core::ThreadId> thread,
                                        const std::atomic<bool>* interrupt) override;
-
-  // ---- Signals (trace_target_signals.cc). Stop slots, in trace order: at
-  // position p, the return of the system call event p - 1 made, then the
-  // delivery of a signal at event p (the signal is pending, the handler has
-  // not run), then the entry of the system call event p makes. Forward, a
-  // continue stops at the first slot after the last stop (after a plain stop
-  // at p: an entry at p still comes); backward at the first slot before it
-  // (after a plain stop at p: before p), as gdb's `record full` does. A step
-  // reports the delivery it lands on. At the end of a trace that records the
-  // process's end, a forward continue from the last position replies
-  // Exited/Terminated (a second continue: the first stops at the end of the
-  // history, from where reverse commands still work).
-  void SetPassSignals(std::vector<int> signals) override { pass_signals_ = std::move(signals); }
-  // The recorded siginfo_t of the delivery; when the trace has none, 128
-  // bytes holding only si_signo.
-  core::Expected<std::vector<std::uint8_t>> SignalInfo() override;
-  void CatchSyscalls(std::optional<std::vector<std::uint64_t>> numbers) override {
-    catch_syscalls_ = std::move(numbers);
-  }
 
   // ---- What the capability objects share (and the tests look at).
   const core::Trace& trace() const { return *trace_; }
@@ -170,47 +151,14 @@ class TraceTarget final : public Target,
   core::StopCondition Condition(const std::atomic<bool>* interrupt) const;
   StopReason ToStopReason(const core::StopEvent& stop) const;
 
-  // ---- trace_target_signals.cc
-  struct Slot {
-    enum Kind : unsigned char { kReturn = 0, kSignal = 1, kEntry = 2 };
-    std::uint64_t key = 0;  // 3 * position + kind
-    Kind kind = kSignal;
-    std::uint64_t number = 0;  // signal or system call
-    core::ThreadId thread;
-    std::uint64_t position() const { return key / 3; }
-  };
-  struct Ending {
-    bool scanned = false;
-    std::vector<Slot> slots;  // by key
-    int exit_status = -1;     // of the last event that exits
-    int killed_by = 0;        // the signal of the final marker
-    bool exits = false;       // the last event is the process's end
-  };
-  // The slots of the trace (one pass over the events, the first time).
-  core::Expected<const Ending*> Scan();
-  // Whether a resume stops at `slot` (signals not passed, caught system calls).
-  bool Stops(const Slot& slot) const;
-  // The slot a continue from position() meets before `stop`, if any.
-  core::Expected<std::optional<Slot>> SlotBefore(core::Direction direction,
-                                                 const core::StopEvent& stop);
-  // The stopping delivery of `thread` at position `position`, if any.
-  core::Expected<std::optional<Slot>> DeliveryAt(std::uint64_t position, core::ThreadId thread);
-  // The last signal delivery of `thread` before `before` that put the
-  // handler's return address at `slot` (sp == slot at the handler's first
-  // instruction), if any among the last few deliveries.
-  core::Expected<std::optional<core::Position>> DeliveryWithFrameAt(core::Address slot,
-                                                                    core::ThreadId thread,
-                                                                    core::Position before);
-  // Moves to the slot and reports it.
-  core::Expected<StopReason> StopAt(const Slot& slot);
-  // Exited/Terminated when a forward continue starts at the end of a trace
-  // that records the process's end.
-  core::Expected<std::optional<StopReason>> EndOfProcess();
+  // Moves to `slot` (SignalStops) and reports it.
+  core::Expected<StopReason> StopAt(const SignalStops::Slot& slot);
 
   std::shared_ptr<const core::Trace> trace_;
   TraceTargetOptions options_;
   ServedPosition served_;
   StopPoints stop_points_;
+  SignalStops signal_stops_;
   ArmedMoves armed_moves_;
   TraceFrameIndex frames_;
   MonitorTable monitor_;
@@ -226,12 +174,6 @@ class TraceTarget final : public Target,
   std::string triple_;
   HostInfo host_info_;
   std::vector<std::uint8_t> known_;  // ReadMemory scratch
-
-  // Signals.
-  Ending ending_;
-  std::vector<int> pass_signals_;
-  std::optional<std::vector<std::uint64_t>> catch_syscalls_;
-  std::optional<Slot> stop_slot_;  // of the last stop, when it was a slot
 };
 
 }  // namespace backstep::gdbstub

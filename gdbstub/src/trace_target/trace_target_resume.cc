@@ -109,7 +109,8 @@ core::Expected<StopReason> TraceTarget::Step(core::Direction direction,
     }
   }
   if (forward && signals() != nullptr) {
-    BACKSTEP_ASSIGN_OR_RETURN(std::optional<Slot> delivery, DeliveryAt(land.value, stepping));
+    BACKSTEP_ASSIGN_OR_RETURN(std::optional<SignalStops::Slot> delivery,
+                              signal_stops_.DeliveryAt(land.value, stepping));
     if (delivery) return StopAt(*delivery);
   }
   BACKSTEP_RETURN_IF_ERROR(MoveTo(land, stepping));
@@ -136,7 +137,7 @@ core::Expected<std::optional<std::uint64_t>> TraceTarget::PrevEventWithPc(core::
 core::Expected<StopReason> TraceTarget::Continue(core::Direction direction,
                                                  const std::atomic<bool>* interrupt) {
   if (direction == core::Direction::kForward && signals() != nullptr) {
-    BACKSTEP_ASSIGN_OR_RETURN(std::optional<StopReason> end, EndOfProcess());
+    BACKSTEP_ASSIGN_OR_RETURN(std::optional<StopReason> end, signal_stops_.EndOfProcess());
     if (end) return *end;
   }
   auto stop = core::RunUntil(*trace_, position(), direction, Condition(interrupt));
@@ -145,7 +146,8 @@ core::Expected<StopReason> TraceTarget::Continue(core::Direction direction,
     return stop.status();
   }
   if (signals() != nullptr) {
-    BACKSTEP_ASSIGN_OR_RETURN(std::optional<Slot> slot, SlotBefore(direction, *stop));
+    BACKSTEP_ASSIGN_OR_RETURN(std::optional<SignalStops::Slot> slot,
+                              signal_stops_.SlotBefore(direction, *stop));
     if (slot) return StopAt(*slot);
   }
   BACKSTEP_RETURN_IF_ERROR(MoveTo(stop->position, stop->thread));
@@ -190,7 +192,7 @@ core::Status TraceTarget::MoveTo(core::Position p, std::optional<core::ThreadId>
     BACKSTEP_RETURN_IF_ERROR(cursor.Seek(p));
   }
   served_.set_stop_thread(thread);
-  stop_slot_.reset();
+  signal_stops_.ClearStop();
   return core::Status::Ok();
 }
 
@@ -213,6 +215,18 @@ StopReason TraceTarget::ToStopReason(const core::StopEvent& stop) const {
       break;
   }
   return DoneStep{};
+}
+
+core::Expected<StopReason> TraceTarget::StopAt(const SignalStops::Slot& slot) {
+  BACKSTEP_RETURN_IF_ERROR(MoveTo(core::Position(slot.position()), slot.thread));
+  return signal_stops_.StoppedAt(slot);
+}
+
+core::Expected<std::optional<core::Position>> TraceTarget::SignalFrameCall(core::Address slot,
+                                                                           core::ThreadId thread,
+                                                                           core::Position before) {
+  if (signals() == nullptr) return std::optional<core::Position>();
+  return signal_stops_.DeliveryWithFrameAt(slot, thread, before);
 }
 
 }  // namespace backstep::gdbstub
