@@ -7,8 +7,8 @@
 // microseconds (docs/protocol.md §7). While a continue is computed on a helper
 // thread (the connection is its session's ResumeRunner, resume_runner.h), the
 // connection thread keeps reading: a 0x03 becomes Session::RequestInterrupt()
-// at once, other bytes wait for the session. Closing (client EOF, `D`/`k`, a write error, RequestStop()) ends
-// the thread and calls `on_closed` from it.
+// at once, other bytes wait for the session. Closing (client EOF, `D`/`k`, a
+// write error, RequestStop()) ends the thread and calls `on_closed` from it.
 //
 // No Asio here: the descriptors may be a TCP socket, a socketpair end or
 // stdin/stdout, and poll(2) serves them all.
