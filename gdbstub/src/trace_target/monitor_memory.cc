@@ -36,24 +36,31 @@ std::optional<std::pair<core::Address, std::uint64_t>> ParseRange(const MonitorA
   return std::pair(*addr, *length);
 }
 
-core::Expected<std::string> LastWrite(TraceTarget& target, const MonitorArgs& args) {
+// last-write (backward: the last write before now) and next-write (the
+// next one from now on): the same words, the same answer, two directions.
+core::Expected<std::string> NearestWrite(TraceTarget& target, const MonitorArgs& args,
+                                         core::Direction direction) {
+  const bool backward = direction == core::Direction::kBackward;
   auto range = ParseRange(args);
-  if (!range) return MonitorUsage("last-write ADDR [LEN]");
+  if (!range) return MonitorUsage(backward ? "last-write ADDR [LEN]" : "next-write ADDR [LEN]");
   const core::Position now = target.position();
-  BACKSTEP_ASSIGN_OR_RETURN(std::optional<core::Access> access,
-                            core::LastWrite(target.trace(), range->first, range->second, now));
-  if (!access) return "no write before position " + std::to_string(now.value) + "\n";
+  const auto find = backward ? &core::LastWrite : &core::NextWrite;
+  BACKSTEP_ASSIGN_OR_RETURN(
+      std::optional<core::Access> access,
+      find(target.trace(), range->first, range->second, now, core::AddressKind::kVirtual));
+  if (!access) {
+    return backward ? "no write before position " + std::to_string(now.value) + "\n"
+                    : "no write from position " + std::to_string(now.value) + " on\n";
+  }
   return DescribeAccess(*access);
 }
 
+core::Expected<std::string> LastWrite(TraceTarget& target, const MonitorArgs& args) {
+  return NearestWrite(target, args, core::Direction::kBackward);
+}
+
 core::Expected<std::string> NextWrite(TraceTarget& target, const MonitorArgs& args) {
-  auto range = ParseRange(args);
-  if (!range) return MonitorUsage("next-write ADDR [LEN]");
-  const core::Position now = target.position();
-  BACKSTEP_ASSIGN_OR_RETURN(std::optional<core::Access> access,
-                            core::NextWrite(target.trace(), range->first, range->second, now));
-  if (!access) return "no write from position " + std::to_string(now.value) + " on\n";
-  return DescribeAccess(*access);
+  return NearestWrite(target, args, core::Direction::kForward);
 }
 
 core::Expected<std::string> History(TraceTarget& target, const MonitorArgs& all_args) {
