@@ -22,12 +22,16 @@ Reply Resume(Session& session, Direction direction, ResumeKind kind,
     session.state().general_thread.reset();
     return Reply::Packet(FormatStopReply(Interrupted{}, target, session.stop_reply_options()));
   }
-  auto stop =
-      range ? target.range_stepping()->RangeStep(range->first, range->second, thread,
-                                                 session.interrupt_flag())
-      : direction == Direction::kForward
-          ? target.Resume(kind, thread, session.interrupt_flag())
-          : target.reverse_execution()->ResumeBackward(kind, thread, session.interrupt_flag());
+  const std::atomic<bool>* interrupt = session.interrupt_flag();
+  auto run = [&]() -> core::Expected<StopReason> {
+    if (range)
+      return target.range_stepping()->RangeStep(range->first, range->second, thread, interrupt);
+    if (direction == Direction::kForward) return target.Resume(kind, thread, interrupt);
+    return target.reverse_execution()->ResumeBackward(kind, thread, interrupt);
+  };
+  // Steps are bounded and run inline; continues and range steps may scan the
+  // trace: the session's runner lets the transport watch for 0x03 meanwhile.
+  auto stop = kind == ResumeKind::kStep && !range ? run() : session.RunLongResume(run);
   if (!stop.ok()) return Reply::FromStatus(stop.status());
   if (std::holds_alternative<Interrupted>(*stop)) session.NoteInterruptAnswered();
   session.state().last_stop = *stop;

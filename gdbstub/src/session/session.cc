@@ -29,8 +29,8 @@ std::vector<bool> InterruptFollows(const std::vector<Framer::Event>& events) {
 
 }  // namespace
 
-Session::Session(Target& target, SessionOptions options)
-    : target_(target), options_(options), framer_(options.packet_size) {
+Session::Session(Target& target, SessionOptions options, ResumeRunner* runner)
+    : target_(target), options_(options), runner_(runner), framer_(options.packet_size) {
   assert(options.packet_size >= kMinPacketSize);
 }
 

@@ -45,6 +45,7 @@
 #include "packets/thread_id.h"
 #include "protocol/packet_framer.h"
 #include "session/reply.h"
+#include "session/resume_runner.h"
 
 namespace backstep::gdbstub {
 
@@ -83,8 +84,9 @@ struct SessionState {
 
 class Session {
  public:
-  // `target` must outlive the session.
-  explicit Session(Target& target, SessionOptions options = {});
+  // `target` and `runner` must outlive the session. `runner` runs the
+  // resumes that may take long (resume_runner.h); nullptr: inline.
+  explicit Session(Target& target, SessionOptions options = {}, ResumeRunner* runner = nullptr);
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -115,6 +117,10 @@ class Session {
   bool TakePendingInterrupt() { return std::exchange(pending_interrupt_, false); }
   // The resume being handled stopped with Interrupted: the 0x03 is answered.
   void NoteInterruptAnswered() { interrupt_answered_ = true; }
+  // Runs a continue or range step through the session's ResumeRunner.
+  core::Expected<StopReason> RunLongResume(const ResumeRunner::Resume& resume) {
+    return runner_ ? runner_->Run(resume) : resume();
+  }
 
   // The target thread `spec` names: a value must be a live thread (and the
   // pid, if given, ours); any/all resolve to the current thread.
@@ -137,6 +143,7 @@ class Session {
 
   Target& target_;
   SessionOptions options_;
+  ResumeRunner* runner_;
   PacketFramer framer_;
   SessionState state_;
   bool no_ack_ = false;

@@ -37,7 +37,8 @@ inline std::string Hex(std::string_view text) {
 
 class Wire {
  public:
-  explicit Wire(Target& target, SessionOptions options = {}) : session(target, options) {}
+  explicit Wire(Target& target, SessionOptions options = {}, ResumeRunner* runner = nullptr)
+      : session(target, options, runner) {}
 
   // Raw bytes in, raw writes out.
   std::vector<std::string> Feed(std::string_view bytes) {

@@ -3,12 +3,12 @@
 #include <elf.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <optional>
 
 #include "backstep/core/cursor.h"
+#include "backstep/core/hex.h"
 
 namespace backstep::gdbstub {
 namespace {
@@ -17,12 +17,6 @@ namespace {
 constexpr std::uint64_t kMaxArgs = 1 << 16;     // argv or envp entries
 constexpr std::uint64_t kMaxAuxvEntries = 128;  // Linux has ~40 types
 constexpr std::size_t kMaxPathLength = 4096;
-
-std::string Hex(std::uint64_t value) {
-  char buffer[24];
-  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(value));
-  return buffer;
-}
 
 // Reads one fully known u64 at `address`, or nullopt.
 std::optional<std::uint64_t> ReadKnownU64(const core::Cursor& cursor, core::Address address) {
@@ -113,32 +107,36 @@ core::Expected<std::vector<std::uint8_t>> RecordedAuxv(const core::Trace& trace)
   if (!sp) return core::Status::NotFound("rsp is unknown at position 0");
   auto argc = ReadKnownU64(*cursor, *sp);
   if (!argc || *argc > kMaxArgs) {
-    return core::Status::NotFound("no plausible argc at rsp " + Hex(*sp) + " at position 0");
+    return core::Status::NotFound("no plausible argc at rsp " + core::HexU64(*sp) +
+                                  " at position 0");
   }
   core::Address argv = *sp + 8;
   auto argv_null = ReadKnownU64(*cursor, argv + *argc * 8);
   if (!argv_null || *argv_null != 0) {
-    return core::Status::NotFound("argv[argc] at " + Hex(argv + *argc * 8) + " is not NULL");
+    return core::Status::NotFound("argv[argc] at " + core::HexU64(argv + *argc * 8) +
+                                  " is not NULL");
   }
   auto auxv_start = SkipPointerArray(*cursor, argv + *argc * 8 + 8);  // envp
-  if (!auxv_start) return core::Status::NotFound("envp after " + Hex(argv) + " is not terminated");
+  if (!auxv_start)
+    return core::Status::NotFound("envp after " + core::HexU64(argv) + " is not terminated");
   std::vector<std::uint8_t> auxv;
   core::Address address = *auxv_start;
   for (std::uint64_t i = 0; i < kMaxAuxvEntries; ++i, address += 16) {
     auto type = ReadKnownU64(*cursor, address);
     auto value = ReadKnownU64(*cursor, address + 8);
     if (!type || !value) {
-      return core::Status::NotFound("auxv entry at " + Hex(address) + " is not fully known");
+      return core::Status::NotFound("auxv entry at " + core::HexU64(address) +
+                                    " is not fully known");
     }
     AppendPair(auxv, *type, *value);
     if (*type == kAtNull) {
       if (!AuxvValue(auxv, kAtEntry)) {
-        return core::Status::NotFound("auxv at " + Hex(*auxv_start) + " has no AT_ENTRY");
+        return core::Status::NotFound("auxv at " + core::HexU64(*auxv_start) + " has no AT_ENTRY");
       }
       return auxv;
     }
   }
-  return core::Status::NotFound("auxv at " + Hex(*auxv_start) + " has no AT_NULL");
+  return core::Status::NotFound("auxv at " + core::HexU64(*auxv_start) + " has no AT_NULL");
 }
 
 core::Expected<InitialStrings> RecordedInitialStrings(const core::Trace& trace) {
@@ -151,7 +149,8 @@ core::Expected<InitialStrings> RecordedInitialStrings(const core::Trace& trace) 
   if (!sp) return core::Status::NotFound("rsp is unknown at position 0");
   auto argc = ReadKnownU64(*cursor, *sp);
   if (!argc || *argc > kMaxArgs) {
-    return core::Status::NotFound("no plausible argc at rsp " + Hex(*sp) + " at position 0");
+    return core::Status::NotFound("no plausible argc at rsp " + core::HexU64(*sp) +
+                                  " at position 0");
   }
   InitialStrings out;
   core::Address at = *sp + 8;
@@ -159,11 +158,12 @@ core::Expected<InitialStrings> RecordedInitialStrings(const core::Trace& trace) 
     for (std::uint64_t i = 0;; ++i, at += 8) {
       auto pointer = ReadKnownU64(*cursor, at);
       if (!pointer || i > kMaxArgs) {
-        return core::Status::NotFound("argv/envp word at " + Hex(at) + " is unknown");
+        return core::Status::NotFound("argv/envp word at " + core::HexU64(at) + " is unknown");
       }
       if (*pointer == 0 || (list == &out.argv && i == *argc)) break;
       auto text = ReadKnownString(*cursor, *pointer);
-      if (!text) return core::Status::NotFound("string at " + Hex(*pointer) + " is unknown");
+      if (!text)
+        return core::Status::NotFound("string at " + core::HexU64(*pointer) + " is unknown");
       list->push_back(std::move(*text));
     }
     at += 8;  // the NULL
@@ -236,7 +236,7 @@ core::Expected<std::vector<std::uint8_t>> SynthesizeAuxv(const core::Trace& trac
   if (!file.read(reinterpret_cast<char*>(phdrs.data()),
                  static_cast<std::streamsize>(phdrs.size() * sizeof(Elf64_Phdr)))) {
     return core::Status::InvalidArgument(elf_path + ": program headers at offset " +
-                                         Hex(header.e_phoff) + " are truncated");
+                                         core::HexU64(header.e_phoff) + " are truncated");
   }
   std::optional<std::uint64_t> lowest_load, phdr_vaddr;
   std::string interpreter;
@@ -251,7 +251,7 @@ core::Expected<std::vector<std::uint8_t>> SynthesizeAuxv(const core::Trace& trac
       file.seekg(static_cast<std::streamoff>(phdr.p_offset));
       if (!file.read(interpreter.data(), static_cast<std::streamsize>(phdr.p_filesz))) {
         return core::Status::InvalidArgument(elf_path + ": PT_INTERP at offset " +
-                                             Hex(phdr.p_offset) + " is truncated");
+                                             core::HexU64(phdr.p_offset) + " is truncated");
       }
       interpreter.resize(interpreter.find('\0') == std::string::npos ? interpreter.size()
                                                                      : interpreter.find('\0'));

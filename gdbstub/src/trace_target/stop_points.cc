@@ -29,24 +29,34 @@ core::WatchKind ToCore(WatchKind kind) {
 
 }  // namespace
 
-void StopPoints::InsertBreakpoint(BreakpointType type, core::Address addr) {
+core::Status StopPoints::InsertBreakpoint(BreakpointType type, core::Address addr, std::uint64_t) {
   (type == BreakpointType::kSoftware ? sw_breakpoints_ : hw_breakpoints_).insert(addr);
+  return core::Status::Ok();
 }
 
-void StopPoints::RemoveBreakpoint(BreakpointType type, core::Address addr) {
+core::Status StopPoints::RemoveBreakpoint(BreakpointType type, core::Address addr, std::uint64_t) {
   (type == BreakpointType::kSoftware ? sw_breakpoints_ : hw_breakpoints_).erase(addr);
+  return core::Status::Ok();
+}
+
+bool StopPoints::Supports(WatchKind kind) const {
+  return kind == WatchKind::kWrite || trace_.header().records_reads;
 }
 
 core::Status StopPoints::InsertWatchpoint(WatchKind kind, core::Address addr,
                                           std::uint64_t length) {
+  // Refused here rather than at the next continue: gdb reports it at once.
+  BACKSTEP_RETURN_IF_ERROR(core::CheckRange(trace_, addr, length));
   if (length == 0) return core::Status::InvalidArgument("watchpoint of length 0");
   watchpoints_.insert(WatchRange{kind, addr, length});
   return core::Status::Ok();
 }
 
-void StopPoints::RemoveWatchpoint(WatchKind kind, core::Address addr, std::uint64_t length) {
+core::Status StopPoints::RemoveWatchpoint(WatchKind kind, core::Address addr,
+                                          std::uint64_t length) {
   auto it = watchpoints_.find(WatchRange{kind, addr, length});
   if (it != watchpoints_.end()) watchpoints_.erase(it);
+  return core::Status::Ok();
 }
 
 std::size_t StopPoints::watchpoint_count(WatchKind kind) const {
@@ -55,8 +65,7 @@ std::size_t StopPoints::watchpoint_count(WatchKind kind) const {
   return n;
 }
 
-core::StopCondition StopPoints::Condition(bool watch_only_changes,
-                                          const std::atomic<bool>* interrupt) const {
+core::StopCondition StopPoints::Condition(const std::atomic<bool>* interrupt) const {
   core::StopCondition condition;
   condition.breakpoints.assign(sw_breakpoints_.begin(), sw_breakpoints_.end());
   for (core::Address addr : hw_breakpoints_) {
@@ -69,7 +78,7 @@ core::StopCondition StopPoints::Condition(bool watch_only_changes,
     watch.kind = ToCore(w.kind);
     // Only writes have a value to compare: a read or access watch always
     // stops, as hardware does.
-    watch.only_changes = w.kind == WatchKind::kWrite && watch_only_changes;
+    watch.only_changes = w.kind == WatchKind::kWrite && watch_only_changes_;
     condition.watches.push_back(watch);
   }
   condition.thread = thread_scope_;

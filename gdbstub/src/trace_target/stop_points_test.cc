@@ -8,6 +8,8 @@
 #include <atomic>
 #include <vector>
 
+#include "trace_target/trace_target_test_util.h"
+
 namespace backstep::gdbstub {
 namespace {
 
@@ -26,8 +28,8 @@ core::StopEvent Stop(core::StopEvent::Reason reason, core::Address address,
 }
 
 TEST(StopPoints, EmptyConditionStopsAtNothing) {
-  StopPoints points;
-  const core::StopCondition c = points.Condition(true, nullptr);
+  StopPoints points(*testing::SharedReven().trace, true);
+  const core::StopCondition c = points.Condition(nullptr);
   EXPECT_TRUE(c.breakpoints.empty());
   EXPECT_TRUE(c.watches.empty());
   EXPECT_FALSE(c.thread.has_value());
@@ -35,27 +37,27 @@ TEST(StopPoints, EmptyConditionStopsAtNothing) {
 }
 
 TEST(StopPoints, SoftwareAndHardwareAtOneAddressAreOneBreakpoint) {
-  StopPoints points;
-  points.InsertBreakpoint(BreakpointType::kSoftware, 0x1000);
-  points.InsertBreakpoint(BreakpointType::kHardware, 0x1000);
-  points.InsertBreakpoint(BreakpointType::kHardware, 0x2000);
-  points.InsertBreakpoint(BreakpointType::kSoftware, 0x1000);  // again: still one
-  EXPECT_EQ(Sorted(points.Condition(false, nullptr).breakpoints),
+  StopPoints points(*testing::SharedReven().trace, true);
+  points.InsertBreakpoint(BreakpointType::kSoftware, 0x1000, 1);
+  points.InsertBreakpoint(BreakpointType::kHardware, 0x1000, 1);
+  points.InsertBreakpoint(BreakpointType::kHardware, 0x2000, 1);
+  points.InsertBreakpoint(BreakpointType::kSoftware, 0x1000, 1);  // again: still one
+  EXPECT_EQ(Sorted(points.Condition(nullptr).breakpoints),
             (std::vector<core::Address>{0x1000, 0x2000}));
   const auto hit = Stop(core::StopEvent::Reason::kBreakpoint, 0x1000);
   EXPECT_EQ(points.ReasonFor(hit), StopReason(SwBreak{}));
   EXPECT_EQ(points.ReasonFor(Stop(core::StopEvent::Reason::kBreakpoint, 0x2000)),
             StopReason(HwBreak{}));
 
-  points.RemoveBreakpoint(BreakpointType::kSoftware, 0x1000);
+  points.RemoveBreakpoint(BreakpointType::kSoftware, 0x1000, 1);
   EXPECT_EQ(points.ReasonFor(hit), StopReason(HwBreak{}));  // the Z1 one remains
-  points.RemoveBreakpoint(BreakpointType::kHardware, 0x1000);
-  points.RemoveBreakpoint(BreakpointType::kHardware, 0x3000);  // never set: no error
-  EXPECT_EQ(points.Condition(false, nullptr).breakpoints, (std::vector<core::Address>{0x2000}));
+  points.RemoveBreakpoint(BreakpointType::kHardware, 0x1000, 1);
+  points.RemoveBreakpoint(BreakpointType::kHardware, 0x3000, 1);  // never set: no error
+  EXPECT_EQ(points.Condition(nullptr).breakpoints, (std::vector<core::Address>{0x2000}));
 }
 
 TEST(StopPoints, WatchpointsByKindCountEveryInsertion) {
-  StopPoints points;
+  StopPoints points(*testing::SharedReven().trace, true);
   ASSERT_TRUE(points.InsertWatchpoint(WatchKind::kWrite, 0x100, 8).ok());
   ASSERT_TRUE(points.InsertWatchpoint(WatchKind::kWrite, 0x100, 8).ok());
   ASSERT_TRUE(points.InsertWatchpoint(WatchKind::kRead, 0x200, 4).ok());
@@ -76,20 +78,21 @@ TEST(StopPoints, WatchpointsByKindCountEveryInsertion) {
 }
 
 TEST(StopPoints, ZeroLengthWatchpointIsRefused) {
-  StopPoints points;
+  StopPoints points(*testing::SharedReven().trace, true);
   const core::Status s = points.InsertWatchpoint(WatchKind::kWrite, 0x100, 0);
   EXPECT_EQ(s.code(), core::StatusCode::kInvalidArgument);
   EXPECT_FALSE(points.has_watchpoints());
 }
 
 TEST(StopPoints, ConditionCarriesKindsFilterScopeAndInterrupt) {
-  StopPoints points;
+  StopPoints points(*testing::SharedReven().trace, true);
   ASSERT_TRUE(points.InsertWatchpoint(WatchKind::kWrite, 0x100, 8).ok());
   ASSERT_TRUE(points.InsertWatchpoint(WatchKind::kRead, 0x200, 4).ok());
   ASSERT_TRUE(points.InsertWatchpoint(WatchKind::kAccess, 0x300, 2).ok());
   std::atomic<bool> interrupt{false};
   for (bool only_changes : {true, false}) {
-    const core::StopCondition c = points.Condition(only_changes, &interrupt);
+    points.set_watch_only_changes(only_changes);
+    const core::StopCondition c = points.Condition(&interrupt);
     EXPECT_EQ(c.interrupt, &interrupt);
     ASSERT_EQ(c.watches.size(), 3u);
     for (const core::Watch& w : c.watches) {
@@ -113,13 +116,13 @@ TEST(StopPoints, ConditionCarriesKindsFilterScopeAndInterrupt) {
     }
   }
   points.set_thread_scope(core::ThreadId(7));
-  EXPECT_EQ(points.Condition(true, nullptr).thread, core::ThreadId(7));
+  EXPECT_EQ(points.Condition(nullptr).thread, core::ThreadId(7));
   points.set_thread_scope(std::nullopt);
-  EXPECT_FALSE(points.Condition(true, nullptr).thread.has_value());
+  EXPECT_FALSE(points.Condition(nullptr).thread.has_value());
 }
 
 TEST(StopPoints, WatchStopsReportTheirKindAndAddress) {
-  StopPoints points;
+  StopPoints points(*testing::SharedReven().trace, true);
   EXPECT_EQ(points.ReasonFor(Stop(core::StopEvent::Reason::kWatch, 0x104, core::WatchKind::kRead)),
             StopReason(Watch{WatchKind::kRead, 0x104}));
   EXPECT_EQ(

@@ -15,7 +15,8 @@ core::Expected<std::unique_ptr<Target>> NewTraceTarget(std::shared_ptr<const cor
 }
 
 TraceController* AsTraceController(Target& target) {
-  return dynamic_cast<TraceController*>(&target);
+  auto* trace_target = dynamic_cast<TraceTarget*>(&target);
+  return trace_target ? &trace_target->armed_moves() : nullptr;
 }
 
 core::Expected<std::unique_ptr<TraceTarget>> TraceTarget::Create(
@@ -33,9 +34,14 @@ TraceTarget::TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOp
                          core::Position last_position)
     : trace_(std::move(trace)),
       options_(std::move(options)),
-      cursor_(std::move(cursor)),
-      first_position_(first_position),
-      last_position_(last_position) {
+      served_(trace_, std::move(cursor), first_position, last_position),
+      stop_points_(*trace_, options_.watch_only_changes),
+      signal_stops_(*trace_, served_),
+      armed_moves_(*trace_, served_, stop_points_, *this),
+      frames_(*trace_, served_),
+      monitor_(*this),
+      mappings_(std::make_unique<core::MappingTimeline>(trace_)),
+      memory_map_(*mappings_, served_) {
   const core::ArchDescription& arch = trace_->arch();
   if (options_.features == 0) options_.features = core::DefaultGdbFeatures(arch);
   slots_ = arch.GdbLayout(options_.features);
@@ -65,11 +71,11 @@ TraceTarget::TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOp
   // x86 watchpoints trap after the access.
   triple_ = std::string(arch.naming().triple_cpu) + "-pc-linux-gnu";
   host_info_ = HostInfo{triple_, arch.pointer_size(), "linux", true, true};
-  mappings_ = std::make_unique<core::MappingTimeline>(trace_);
   process_files_ = std::make_unique<ProcessFiles>(
       trace_, mappings_.get(),
       ProcessFiles::Process{pid(), options_.exe_path, options_.sysroot, options_.auxv},
-      ProcessFiles::Now{[this] { return view().position(); }, [this] { return ThreadsHere(); }});
+      ProcessFiles::Now{[this] { return served_.view().position(); },
+                        [this] { return served_.threads(); }});
 }
 
 // ---- Registers
@@ -84,7 +90,7 @@ core::Expected<RegisterValue> TraceTarget::ReadRegister(core::ThreadId thread, i
     return core::Status::NotFound("no register " + std::to_string(regnum));
   }
   const core::GdbSlot& slot = slots_[regnum];
-  BACKSTEP_ASSIGN_OR_RETURN(const core::RegisterFile* file, view().Registers(thread));
+  BACKSTEP_ASSIGN_OR_RETURN(const core::RegisterFile* file, served_.view().Registers(thread));
   RegisterValue value = RegisterValue::Unknown(slot.size);
   if (file->Read(slot.reg, std::span<std::uint8_t>(value.bytes.data(), slot.size))) {
     value.known = slot.size == RegisterValue::kMaxSize ? ~std::uint64_t{0}
@@ -98,48 +104,17 @@ core::Expected<RegisterValue> TraceTarget::ReadRegister(core::ThreadId thread, i
 std::size_t TraceTarget::ReadMemory(core::Address addr, std::span<std::uint8_t> out) {
   if (known_.size() < out.size()) known_.resize(out.size());
   std::span<std::uint8_t> known = std::span<std::uint8_t>(known_).first(out.size());
-  core::Status status = view().ReadMemory(addr, out, known, core::AddressKind::kVirtual);
+  core::Status status = served_.view().ReadMemory(addr, out, known, core::AddressKind::kVirtual);
   if (!status.ok()) return 0;  // no translation possible: nothing is readable
   return static_cast<std::size_t>(std::find(known.begin(), known.end(), 0) - known.begin());
 }
 
 // ---- Threads
 
-// NOTE: every thread of the trace, at every position (issue 10): a thread
-// whose first event is still ahead is listed with its registers unknown
-// (gdb shows them <unavailable>), so `info threads` and `thread N` work
-// anywhere and a thread that appears later is not reported as new.
-const std::vector<core::ThreadId>& TraceTarget::ThreadsHere() {
-  if (threads_.empty()) {
-    threads_ = trace_->threads();
-    std::sort(threads_.begin(), threads_.end());
-  }
-  return threads_;
-}
-
 std::vector<ThreadInfo> TraceTarget::Threads() {
   std::vector<ThreadInfo> out;
-  for (core::ThreadId id : ThreadsHere()) out.push_back(ThreadInfo{id, "", std::nullopt});
+  for (core::ThreadId id : served_.threads()) out.push_back(ThreadInfo{id, "", std::nullopt});
   return out;
-}
-
-bool TraceTarget::HasThread(core::ThreadId thread) {
-  const std::vector<core::ThreadId>& threads = ThreadsHere();  // sorted
-  return std::binary_search(threads.begin(), threads.end(), thread);
-}
-
-core::ThreadId TraceTarget::current_thread() {
-  if (!frame_cursor_active_ && stop_thread_ && HasThread(*stop_thread_)) return *stop_thread_;
-  // NOTE: the thread of the next event, unless that event creates it (its
-  // pc is still unknown): then one that has a pc, so that a goto to a
-  // thread's creation shows no made-up pc (LLDB fills unknown bytes with
-  // 0xcc) and a reverse step from there steps a real thread.
-  const core::ThreadId next = view().current_thread();
-  if (view().Pc(next)) return next;
-  for (core::ThreadId thread : ThreadsHere()) {
-    if (view().Pc(thread)) return thread;
-  }
-  return next;
 }
 
 // ---- Documents
@@ -151,33 +126,12 @@ std::optional<std::string_view> TraceTarget::TargetDescription(std::string_view 
   return std::nullopt;
 }
 
-// ---- Breakpoints and watchpoints
+// ---- Extended mode
 
-core::Status TraceTarget::InsertBreakpoint(BreakpointType type, core::Address addr, std::uint64_t) {
-  stop_points_.InsertBreakpoint(type, addr);
-  return core::Status::Ok();
-}
-
-core::Status TraceTarget::RemoveBreakpoint(BreakpointType type, core::Address addr, std::uint64_t) {
-  stop_points_.RemoveBreakpoint(type, addr);
-  return core::Status::Ok();
-}
-
-bool TraceTarget::Supports(WatchKind kind) const {
-  return kind == WatchKind::kWrite || trace_->header().records_reads;
-}
-
-core::Status TraceTarget::InsertWatchpoint(WatchKind kind, core::Address addr,
-                                           std::uint64_t length) {
-  // Refused here rather than at the next continue: gdb reports it at once.
-  BACKSTEP_RETURN_IF_ERROR(core::CheckRange(*trace_, addr, length));
-  return stop_points_.InsertWatchpoint(kind, addr, length);
-}
-
-core::Status TraceTarget::RemoveWatchpoint(WatchKind kind, core::Address addr,
-                                           std::uint64_t length) {
-  stop_points_.RemoveWatchpoint(kind, addr, length);
-  return core::Status::Ok();
+core::Status TraceTarget::Restart() {
+  armed_moves_.Reset();
+  served_.DeselectFrame();
+  return MoveTo(served_.first(), std::nullopt);
 }
 
 }  // namespace backstep::gdbstub

@@ -87,7 +87,7 @@ TEST_F(TraceTargetI386, EveryThreadIsListedWithItsOwnPartialRegisters) {
   Reg(ThreadId(2), "eip", &known);
   EXPECT_FALSE(known);
   // The end: thread 2's state after its own last event.
-  target_->ArmGoto(Position(trace_->event_count()));
+  target_->armed_moves().ArmGoto(Position(trace_->event_count()));
   ASSERT_TRUE(target_->Resume(ResumeKind::kStep, std::nullopt, nullptr).ok());
   EXPECT_EQ(Reg(ThreadId(2), "esp", &known), facts_.thread2_esp);
   EXPECT_TRUE(known);
@@ -98,13 +98,13 @@ TEST_F(TraceTargetI386, EveryThreadIsListedWithItsOwnPartialRegisters) {
 }
 
 TEST_F(TraceTargetI386, WatchpointStopsInTheWritingThreadBothWays) {
-  ASSERT_TRUE(target_->InsertWatchpoint(WatchKind::kWrite, facts_.flag, 4).ok());
+  ASSERT_TRUE(target_->watchpoints()->InsertWatchpoint(WatchKind::kWrite, facts_.flag, 4).ok());
   auto stop = target_->Resume(ResumeKind::kContinue, std::nullopt, nullptr);
   ASSERT_TRUE(stop.ok());
   ASSERT_TRUE(std::holds_alternative<Watch>(*stop));
   EXPECT_EQ(target_->position(), Position(facts_.flag_write_event + 1));
   EXPECT_EQ(target_->current_thread(), ThreadId(2));
-  target_->ArmGoto(Position(trace_->event_count()));
+  target_->armed_moves().ArmGoto(Position(trace_->event_count()));
   ASSERT_TRUE(target_->Resume(ResumeKind::kStep, std::nullopt, nullptr).ok());
   stop = target_->ResumeBackward(ResumeKind::kContinue, std::nullopt, nullptr);
   ASSERT_TRUE(stop.ok());
@@ -123,10 +123,10 @@ TEST_F(TraceTargetI386, PartialMemoryIsTheKnownPrefix) {
 
 TEST_F(TraceTargetI386, ReadWatchpointsAreRefusedWithoutRecordedReads) {
   EXPECT_FALSE(trace_->header().records_reads);  // usercorn MEM_READ holds no value
-  EXPECT_FALSE(target_->Supports(WatchKind::kRead));
-  EXPECT_FALSE(target_->Supports(WatchKind::kAccess));
-  EXPECT_TRUE(target_->Supports(WatchKind::kWrite));
-  auto info = target_->RunMonitorCommand("info");
+  EXPECT_FALSE(target_->watchpoints()->Supports(WatchKind::kRead));
+  EXPECT_FALSE(target_->watchpoints()->Supports(WatchKind::kAccess));
+  EXPECT_TRUE(target_->watchpoints()->Supports(WatchKind::kWrite));
+  auto info = target_->monitor_commands()->RunMonitorCommand("info");
   ASSERT_TRUE(info.ok());
   EXPECT_NE(info->find("not recorded (rwatch/awatch are refused)"), std::string::npos) << *info;
   EXPECT_NE(info->find("thread 1: events 0.." + std::to_string(facts_.events - 1)),

@@ -23,7 +23,7 @@ class TraceTargetOrigin : public ::testing::Test {
     target_ = std::move(*target);
   }
   void GoTo(std::uint64_t p) {
-    target_->ArmGoto(core::Position(p));
+    target_->armed_moves().ArmGoto(core::Position(p));
     ASSERT_TRUE(target_->Resume(ResumeKind::kStep, std::nullopt, nullptr).ok());
   }
   static std::string Hex(std::uint64_t v) {
@@ -42,7 +42,7 @@ TEST_F(TraceTargetOrigin, FirstStepIsTheLastWrite) {
   GoTo(fx_->trace->event_count());
   const std::string command =
       "origin " + Hex(info.once_address) + " " + std::to_string(info.once_size) + " 3";
-  auto out = target_->RunMonitorCommand(command);
+  auto out = target_->monitor_commands()->RunMonitorCommand(command);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
 
   // The same answer from the core's queries, independently of the monitor.
@@ -78,7 +78,7 @@ TEST_F(TraceTargetOrigin, BeforeTheWriteTheValueIsInitial) {
   const auto& info = fx_->info;
   ASSERT_GT(info.once_event, 0u);
   GoTo(info.once_event);  // the once-written bytes have no write before this
-  auto out = target_->RunMonitorCommand("origin " + Hex(info.once_address));
+  auto out = target_->monitor_commands()->RunMonitorCommand("origin " + Hex(info.once_address));
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_NE(out->find("#0 pos - pc -"), std::string::npos) << *out;
   EXPECT_NE(out->find("(initial image)"), std::string::npos) << *out;
@@ -87,12 +87,12 @@ TEST_F(TraceTargetOrigin, BeforeTheWriteTheValueIsInitial) {
 TEST_F(TraceTargetOrigin, UsageErrors) {
   for (const char* bad : {"origin", "origin zz", "origin 0x10 0", "origin 0x10 8 0",
                           "origin 0x10 8 2 9", "origin 0x10 5000"}) {
-    auto out = target_->RunMonitorCommand(bad);
+    auto out = target_->monitor_commands()->RunMonitorCommand(bad);
     EXPECT_FALSE(out.ok()) << bad;
     if (!out.ok())
       EXPECT_NE(out.status().message().find("usage: monitor origin"), std::string::npos);
   }
-  auto help = target_->RunMonitorCommand("help");
+  auto help = target_->monitor_commands()->RunMonitorCommand("help");
   ASSERT_TRUE(help.ok());
   EXPECT_NE(help->find("origin ADDR [LEN] [DEPTH]"), std::string::npos);
 }

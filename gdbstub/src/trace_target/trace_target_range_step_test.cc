@@ -29,7 +29,7 @@ class RangeStepTest : public ::testing::Test {
     cursor_ = std::move(*cursor);
   }
   void GoTo(std::uint64_t p) {
-    target_->ArmGoto(Position(p));
+    target_->armed_moves().ArmGoto(Position(p));
     ASSERT_TRUE(target_->Resume(ResumeKind::kStep, std::nullopt, nullptr).ok());
     ASSERT_EQ(target_->position(), Position(p));
   }
@@ -87,9 +87,9 @@ TEST_F(RangeStepTest, BreakpointInTheRangeStopsIt) {
     std::uint64_t first = p + 1;
     while (PcAt(first) != bp) ++first;
     GoTo(p);
-    ASSERT_TRUE(target_->InsertBreakpoint(BreakpointType::kSoftware, bp, 1).ok());
+    ASSERT_TRUE(target_->breakpoints()->InsertBreakpoint(BreakpointType::kSoftware, bp, 1).ok());
     auto stop = target_->RangeStep(pc - 0x100, pc + 0x100, std::nullopt, nullptr);
-    ASSERT_TRUE(target_->RemoveBreakpoint(BreakpointType::kSoftware, bp, 1).ok());
+    ASSERT_TRUE(target_->breakpoints()->RemoveBreakpoint(BreakpointType::kSoftware, bp, 1).ok());
     ASSERT_TRUE(stop.ok());
     EXPECT_EQ(*stop, StopReason(SwBreak{}));
     EXPECT_EQ(target_->position(), Position(first));

@@ -1,5 +1,5 @@
-// Run control of TraceTarget: steps and continues in both directions, and
-// the armed moves of the monitor commands. The rules are docs/protocol.md §6;
+// Run control of TraceTarget: steps and continues in both directions (and
+// the steps ArmedMoves makes its moves of). The rules are docs/protocol.md §6;
 // continues are core::RunUntil (which encodes them), steps use the index's
 // per-thread event lists.
 #include <algorithm>
@@ -21,29 +21,31 @@ StopReason Edge(core::Direction direction) {
 core::Expected<StopReason> TraceTarget::Resume(ResumeKind kind,
                                                std::optional<core::ThreadId> thread,
                                                const std::atomic<bool>* interrupt) {
-  if (auto armed = RunArmedMove(thread, interrupt)) return std::move(*armed);
-  return Move(direction_, kind, thread, interrupt);
+  if (auto armed = armed_moves_.Run(thread, interrupt)) return std::move(*armed);
+  return Move(armed_moves_.direction(), kind, thread, interrupt);
 }
 
 core::Expected<StopReason> TraceTarget::ResumeBackward(ResumeKind kind,
                                                        std::optional<core::ThreadId> thread,
                                                        const std::atomic<bool>* interrupt) {
-  if (auto armed = RunArmedMove(thread, interrupt)) return std::move(*armed);
+  if (auto armed = armed_moves_.Run(thread, interrupt)) return std::move(*armed);
   return Move(core::Direction::kBackward, kind, thread, interrupt);
 }
 
 core::Expected<StopReason> TraceTarget::RangeStep(core::Address start, core::Address end,
                                                   std::optional<core::ThreadId> thread,
                                                   const std::atomic<bool>* interrupt) {
-  if (auto armed = RunArmedMove(thread, interrupt)) return std::move(*armed);
+  if (auto armed = armed_moves_.Run(thread, interrupt)) return std::move(*armed);
   // `monitor direction reverse` makes every step a reverse step; gdb never
   // range-steps backwards, so that is one step.
-  if (direction_ == core::Direction::kBackward) return Step(direction_, thread);
+  if (armed_moves_.direction() == core::Direction::kBackward) {
+    return Step(core::Direction::kBackward, thread);
+  }
   const core::ThreadId stepping = thread ? *thread : current_thread();
   while (true) {
     BACKSTEP_ASSIGN_OR_RETURN(StopReason stop, Step(core::Direction::kForward, stepping));
     if (!std::holds_alternative<DoneStep>(stop)) return stop;  // watch, end of history
-    const std::optional<core::Address> pc = cursor_->Pc(stepping);
+    const std::optional<core::Address> pc = served_.cursor().Pc(stepping);
     if (!pc || *pc < start || *pc >= end) return stop;
     if (auto hit = stop_points_.BreakpointAt(*pc)) {
       const auto scope = stop_points_.thread_scope();
@@ -53,36 +55,6 @@ core::Expected<StopReason> TraceTarget::RangeStep(core::Address start, core::Add
       return StopReason(Interrupted{});
     }
   }
-}
-
-void TraceTarget::ArmGoto(core::Position p) {
-  armed_ = ArmedGoto{std::clamp(p, first_position_, last_position_)};
-}
-
-std::optional<core::Expected<StopReason>> TraceTarget::RunArmedMove(
-    std::optional<core::ThreadId> thread, const std::atomic<bool>* interrupt) {
-  Armed armed = std::exchange(armed_, std::monostate{});
-  if (std::holds_alternative<std::monostate>(armed)) return std::nullopt;
-  core::Expected<StopReason> stop = StopReason(DoneStep{});
-  if (const auto* go = std::get_if<ArmedGoto>(&armed)) {
-    core::Status status = MoveTo(go->position, std::nullopt);
-    if (!status.ok()) stop = status;
-  } else if (std::holds_alternative<ArmedReverseStep>(armed)) {
-    // The thread the client steps (as `bs` steps the Hc thread), here and
-    // in the source-level moves, whose plans came from its frame.
-    stop = Step(core::Direction::kBackward, thread);
-  } else if (const auto* finish = std::get_if<ArmedReverseFinish>(&armed)) {
-    stop = RunReverseFinish(finish->call, thread, interrupt);
-  } else if (const auto* next = std::get_if<ArmedReverseNext>(&armed)) {
-    stop = RunReverseNext(next->plan, thread, interrupt);
-  }
-  // A move that ended where it was meant to is a MoveDone (stop_reason.h:
-  // LLDB would step on while the pc stays the same, and ignore a stop
-  // reported in a thread it did not step).
-  if (stop.ok() && std::holds_alternative<DoneStep>(*stop)) {
-    stop = StopReason(MoveDone{position()});
-  }
-  return stop;
 }
 
 core::Expected<StopReason> TraceTarget::Move(core::Direction direction, ResumeKind kind,
@@ -107,16 +79,16 @@ core::Expected<StopReason> TraceTarget::Step(core::Direction direction,
   // At a history edge the stop names the thread that was asked to step:
   // LLDB's step plan otherwise sees its thread without a stop and steps it
   // again, for ever.
-  if (!event || (!forward && *event < first_position_.value) ||  // no pc before the first
-      (forward && *event >= last_position_.value)) {             // nor after the last
-    if (HasThread(stepping)) stop_thread_ = stepping;
+  if (!event || (!forward && *event < served_.first().value) ||  // no pc before the first
+      (forward && *event >= served_.last().value)) {             // nor after the last
+    if (HasThread(stepping)) served_.set_stop_thread(stepping);
     return Edge(direction);
   }
   core::Position land(*event);
   if (forward) {
     land =
         core::Position(core::NextEventOfThread(*trace_, stepping, *event + 1).value_or(*event + 1));
-    land = std::min(land, last_position_);
+    land = std::min(land, served_.last());
   }
 
   // A step over a watched access reports the watchpoint, as hardware does
@@ -137,7 +109,8 @@ core::Expected<StopReason> TraceTarget::Step(core::Direction direction,
     }
   }
   if (forward && signals() != nullptr) {
-    BACKSTEP_ASSIGN_OR_RETURN(std::optional<Slot> delivery, DeliveryAt(land.value, stepping));
+    BACKSTEP_ASSIGN_OR_RETURN(std::optional<SignalStops::Slot> delivery,
+                              signal_stops_.DeliveryAt(land.value, stepping));
     if (delivery) return StopAt(*delivery);
   }
   BACKSTEP_RETURN_IF_ERROR(MoveTo(land, stepping));
@@ -147,12 +120,12 @@ core::Expected<StopReason> TraceTarget::Step(core::Direction direction,
 core::Expected<std::optional<std::uint64_t>> TraceTarget::PrevEventWithPc(core::ThreadId thread,
                                                                           std::uint64_t event) {
   const core::Position from = position();
-  const std::optional<core::ThreadId> stop_thread = stop_thread_;
+  const std::optional<core::ThreadId> stop_thread = served_.stop_thread();
   std::optional<std::uint64_t> found;
-  for (std::optional<std::uint64_t> e = event; e && *e >= first_position_.value;
+  for (std::optional<std::uint64_t> e = event; e && *e >= served_.first().value;
        e = core::PrevEventOfThread(*trace_, thread, *e)) {
     BACKSTEP_RETURN_IF_ERROR(MoveTo(core::Position(*e), stop_thread));
-    if (cursor_->Pc(thread)) {
+    if (served_.cursor().Pc(thread)) {
       found = e;
       break;
     }
@@ -164,7 +137,7 @@ core::Expected<std::optional<std::uint64_t>> TraceTarget::PrevEventWithPc(core::
 core::Expected<StopReason> TraceTarget::Continue(core::Direction direction,
                                                  const std::atomic<bool>* interrupt) {
   if (direction == core::Direction::kForward && signals() != nullptr) {
-    BACKSTEP_ASSIGN_OR_RETURN(std::optional<StopReason> end, EndOfProcess());
+    BACKSTEP_ASSIGN_OR_RETURN(std::optional<StopReason> end, signal_stops_.EndOfProcess());
     if (end) return *end;
   }
   auto stop = core::RunUntil(*trace_, position(), direction, Condition(interrupt));
@@ -173,7 +146,8 @@ core::Expected<StopReason> TraceTarget::Continue(core::Direction direction,
     return stop.status();
   }
   if (signals() != nullptr) {
-    BACKSTEP_ASSIGN_OR_RETURN(std::optional<Slot> slot, SlotBefore(direction, *stop));
+    BACKSTEP_ASSIGN_OR_RETURN(std::optional<SignalStops::Slot> slot,
+                              signal_stops_.SlotBefore(direction, *stop));
     if (slot) return StopAt(*slot);
   }
   BACKSTEP_RETURN_IF_ERROR(MoveTo(stop->position, stop->thread));
@@ -181,27 +155,44 @@ core::Expected<StopReason> TraceTarget::Continue(core::Direction direction,
 }
 
 core::StopCondition TraceTarget::Condition(const std::atomic<bool>* interrupt) const {
-  core::StopCondition condition = stop_points_.Condition(options_.watch_only_changes, interrupt);
-  condition.fence_low = first_position_;
-  condition.fence_high = last_position_;
+  core::StopCondition condition = stop_points_.Condition(interrupt);
+  condition.fence_low = served_.first();
+  condition.fence_high = served_.last();
   return condition;
+}
+
+core::Expected<std::optional<StopReason>> TraceTarget::RunBackTo(
+    core::Position to, const std::atomic<bool>* interrupt) {
+  core::StopCondition condition = Condition(interrupt);
+  condition.fence_low = to;
+  auto stop = core::RunUntil(*trace_, position(), core::Direction::kBackward, condition);
+  if (!stop.ok()) {
+    if (stop.status().code() == core::StatusCode::kInterrupted) {
+      return std::optional<StopReason>(Interrupted{});
+    }
+    return stop.status();
+  }
+  if (stop->reason == core::StopEvent::Reason::kFence) return std::optional<StopReason>();
+  BACKSTEP_RETURN_IF_ERROR(MoveTo(stop->position, stop->thread));
+  return std::optional<StopReason>(ToStopReason(*stop));
 }
 
 core::Status TraceTarget::MoveTo(core::Position p, std::optional<core::ThreadId> thread) {
   // NOTE: short moves step: a backward step undoes the cursor's journal
   // (sub-microsecond), where Seek() replays from a keyframe each time
   // (a `reverse-next` is thousands of `bs`, docs/protocol.md §7).
-  const core::Position from = cursor_->position();
+  core::Cursor& cursor = served_.cursor();
+  const core::Position from = cursor.position();
   const std::uint64_t reach = core::KeyframeInterval(*trace_);
   if (p < from && from - p <= reach) {
-    while (cursor_->position() > p) BACKSTEP_RETURN_IF_ERROR(cursor_->StepBackward());
+    while (cursor.position() > p) BACKSTEP_RETURN_IF_ERROR(cursor.StepBackward());
   } else if (p > from && p - from <= reach) {
-    while (cursor_->position() < p) BACKSTEP_RETURN_IF_ERROR(cursor_->StepForward());
+    while (cursor.position() < p) BACKSTEP_RETURN_IF_ERROR(cursor.StepForward());
   } else {
-    BACKSTEP_RETURN_IF_ERROR(cursor_->Seek(p));
+    BACKSTEP_RETURN_IF_ERROR(cursor.Seek(p));
   }
-  stop_thread_ = thread;
-  stop_slot_.reset();
+  served_.set_stop_thread(thread);
+  signal_stops_.ClearStop();
   return core::Status::Ok();
 }
 
@@ -219,11 +210,23 @@ StopReason TraceTarget::ToStopReason(const core::StopEvent& stop) const {
       return Interrupted{};
     case Reason::kFence:
       // The only fences of a continue are the ends of the served history.
-      if (stop.position == first_position_) return HistoryEdge{HistoryEdge::Side::kBegin};
-      if (stop.position == last_position_) return HistoryEdge{HistoryEdge::Side::kEnd};
+      if (stop.position == served_.first()) return HistoryEdge{HistoryEdge::Side::kBegin};
+      if (stop.position == served_.last()) return HistoryEdge{HistoryEdge::Side::kEnd};
       break;
   }
   return DoneStep{};
+}
+
+core::Expected<StopReason> TraceTarget::StopAt(const SignalStops::Slot& slot) {
+  BACKSTEP_RETURN_IF_ERROR(MoveTo(core::Position(slot.position()), slot.thread));
+  return signal_stops_.StoppedAt(slot);
+}
+
+core::Expected<std::optional<core::Position>> TraceTarget::SignalFrameCall(core::Address slot,
+                                                                           core::ThreadId thread,
+                                                                           core::Position before) {
+  if (signals() == nullptr) return std::optional<core::Position>();
+  return signal_stops_.DeliveryWithFrameAt(slot, thread, before);
 }
 
 }  // namespace backstep::gdbstub

@@ -38,7 +38,7 @@ class TraceTargetReven : public ::testing::Test {
     return stop.ok() ? *stop : StopReason(Exited{});
   }
   void GoTo(std::uint64_t p) {
-    target_->ArmGoto(Position(p));
+    target_->armed_moves().ArmGoto(Position(p));
     EXPECT_EQ(Forward(ResumeKind::kStep), StopReason(MoveDone{Position(p)}));
     ASSERT_EQ(target_->position(), Position(p));
   }
@@ -139,7 +139,7 @@ TEST_F(TraceTargetReven, StepsAndHistoryEdges) {
 TEST_F(TraceTargetReven, BreakpointsBothWays) {
   ASSERT_NE(fx_->info.far_pc_event, 0u);
   const core::Address far = fx_->info.far_pc;
-  ASSERT_TRUE(target_->InsertBreakpoint(BreakpointType::kSoftware, far, 1).ok());
+  ASSERT_TRUE(target_->breakpoints()->InsertBreakpoint(BreakpointType::kSoftware, far, 1).ok());
   EXPECT_EQ(Forward(ResumeKind::kContinue), StopReason(SwBreak{}));
   EXPECT_EQ(target_->position(), Position(fx_->info.far_pc_event));
   EXPECT_EQ(Pc(), far);
@@ -148,21 +148,25 @@ TEST_F(TraceTargetReven, BreakpointsBothWays) {
   EXPECT_EQ(target_->position(), Position(fx_->info.far_pc_event));
   // A breakpoint at the starting pc does not fire again.
   EXPECT_EQ(Backward(ResumeKind::kContinue), StopReason(HistoryEdge{HistoryEdge::Side::kBegin}));
-  ASSERT_TRUE(target_->RemoveBreakpoint(BreakpointType::kSoftware, far, 1).ok());
-  ASSERT_TRUE(target_->InsertBreakpoint(BreakpointType::kHardware, far, 1).ok());
+  ASSERT_TRUE(target_->breakpoints()->RemoveBreakpoint(BreakpointType::kSoftware, far, 1).ok());
+  ASSERT_TRUE(target_->breakpoints()->InsertBreakpoint(BreakpointType::kHardware, far, 1).ok());
   EXPECT_EQ(Forward(ResumeKind::kContinue), StopReason(HwBreak{}));
-  ASSERT_TRUE(target_->RemoveBreakpoint(BreakpointType::kHardware, far, 1).ok());
-  EXPECT_TRUE(target_->RemoveBreakpoint(BreakpointType::kHardware, far, 1).ok());  // idempotent
+  ASSERT_TRUE(target_->breakpoints()->RemoveBreakpoint(BreakpointType::kHardware, far, 1).ok());
+  EXPECT_TRUE(target_->breakpoints()
+                  ->RemoveBreakpoint(BreakpointType::kHardware, far, 1)
+                  .ok());  // idempotent
   EXPECT_EQ(Forward(ResumeKind::kContinue), StopReason(HistoryEdge{HistoryEdge::Side::kEnd}));
 }
 
 TEST_F(TraceTargetReven, WatchpointsStopAroundTheWrite) {
   const auto& info = fx_->info;
   ASSERT_NE(info.once_event, 0u);
-  EXPECT_TRUE(target_->Supports(WatchKind::kWrite));
-  EXPECT_FALSE(target_->Supports(WatchKind::kRead));  // REVEN records no reads
-  EXPECT_FALSE(target_->Supports(WatchKind::kAccess));
-  ASSERT_TRUE(target_->InsertWatchpoint(WatchKind::kWrite, info.once_address, info.once_size).ok());
+  EXPECT_TRUE(target_->watchpoints()->Supports(WatchKind::kWrite));
+  EXPECT_FALSE(target_->watchpoints()->Supports(WatchKind::kRead));  // REVEN records no reads
+  EXPECT_FALSE(target_->watchpoints()->Supports(WatchKind::kAccess));
+  ASSERT_TRUE(target_->watchpoints()
+                  ->InsertWatchpoint(WatchKind::kWrite, info.once_address, info.once_size)
+                  .ok());
   StopReason stop = Forward(ResumeKind::kContinue);
   ASSERT_TRUE(std::holds_alternative<Watch>(stop));
   const Watch& watch = std::get<Watch>(stop);
@@ -179,76 +183,81 @@ TEST_F(TraceTargetReven, WatchpointsStopAroundTheWrite) {
   EXPECT_TRUE(std::holds_alternative<Watch>(Backward(ResumeKind::kStep)));
   EXPECT_EQ(target_->position(), Position(info.once_event));
   EXPECT_EQ(Backward(ResumeKind::kStep), StopReason(DoneStep{}));
-  ASSERT_TRUE(target_->RemoveWatchpoint(WatchKind::kWrite, info.once_address, info.once_size).ok());
+  ASSERT_TRUE(target_->watchpoints()
+                  ->RemoveWatchpoint(WatchKind::kWrite, info.once_address, info.once_size)
+                  .ok());
   EXPECT_EQ(Backward(ResumeKind::kContinue), StopReason(HistoryEdge{HistoryEdge::Side::kBegin}));
 }
 
 TEST_F(TraceTargetReven, InterruptStopsAContinue) {
   std::atomic<bool> interrupt{true};
-  ASSERT_TRUE(target_->InsertBreakpoint(BreakpointType::kSoftware, fx_->info.far_pc, 1).ok());
+  ASSERT_TRUE(target_->breakpoints()
+                  ->InsertBreakpoint(BreakpointType::kSoftware, fx_->info.far_pc, 1)
+                  .ok());
   EXPECT_EQ(Forward(ResumeKind::kContinue, &interrupt), StopReason(Interrupted{}));
   EXPECT_EQ(target_->position(), Position(0));
 }
 
 TEST_F(TraceTargetReven, ArmedMovesRunOnTheNextResume) {
-  ASSERT_TRUE(target_->RunMonitorCommand("goto 100").ok());
+  ASSERT_TRUE(target_->monitor_commands()->RunMonitorCommand("goto 100").ok());
   EXPECT_EQ(target_->position(), Position(0));  // armed, not moved
   EXPECT_EQ(Forward(ResumeKind::kStep), StopReason(MoveDone{Position(100)}));
   EXPECT_EQ(target_->position(), Position(100));
-  ASSERT_TRUE(target_->RunMonitorCommand("reverse-stepi").ok());
+  ASSERT_TRUE(target_->monitor_commands()->RunMonitorCommand("reverse-stepi").ok());
   EXPECT_EQ(Forward(ResumeKind::kStep), StopReason(MoveDone{Position(99)}));
   EXPECT_EQ(target_->position(), Position(99));
-  ASSERT_TRUE(target_->RunMonitorCommand("direction reverse").ok());
+  ASSERT_TRUE(target_->monitor_commands()->RunMonitorCommand("direction reverse").ok());
   EXPECT_EQ(Forward(ResumeKind::kStep), StopReason(DoneStep{}));
   EXPECT_EQ(target_->position(), Position(98));
   EXPECT_EQ(Forward(ResumeKind::kContinue), StopReason(HistoryEdge{HistoryEdge::Side::kBegin}));
-  ASSERT_TRUE(target_->RunMonitorCommand("direction forward").ok());
-  ASSERT_TRUE(target_->RunMonitorCommand("goto 50%").ok());
+  ASSERT_TRUE(target_->monitor_commands()->RunMonitorCommand("direction forward").ok());
+  ASSERT_TRUE(target_->monitor_commands()->RunMonitorCommand("goto 50%").ok());
   EXPECT_EQ(Backward(ResumeKind::kContinue), StopReason(MoveDone{Position(end_ / 2)}));  // bc too
   EXPECT_EQ(target_->position(), Position(end_ / 2));
-  ASSERT_TRUE(target_->RunMonitorCommand("goto end").ok());
+  ASSERT_TRUE(target_->monitor_commands()->RunMonitorCommand("goto end").ok());
   EXPECT_EQ(Forward(ResumeKind::kContinue), StopReason(MoveDone{Position(end_)}));
   EXPECT_EQ(target_->position(), Position(end_));
 }
 
 TEST_F(TraceTargetReven, FramesArePositions) {
-  EXPECT_EQ(target_->frame_count(), end_ + 1);  // the final state too
-  auto hit = target_->FindFrame(FrameByNumber{3}, std::nullopt);
+  EXPECT_EQ(target_->trace_frames()->frame_count(), end_ + 1);  // the final state too
+  auto hit = target_->trace_frames()->FindFrame(FrameByNumber{3}, std::nullopt);
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->frame, 3u);
   EXPECT_EQ(hit->tracepoint, 1u);
-  hit = target_->FindFrame(FrameByNumber{static_cast<std::uint32_t>(end_)}, std::nullopt);
+  hit = target_->trace_frames()->FindFrame(FrameByNumber{static_cast<std::uint32_t>(end_)},
+                                           std::nullopt);
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->frame, end_);
-  EXPECT_FALSE(
-      target_->FindFrame(FrameByNumber{static_cast<std::uint32_t>(end_ + 1)}, std::nullopt));
+  EXPECT_FALSE(target_->trace_frames()->FindFrame(
+      FrameByNumber{static_cast<std::uint32_t>(end_ + 1)}, std::nullopt));
   const std::uint64_t pc0 = Pc();
-  ASSERT_TRUE(target_->SelectFrame(3).ok());
+  ASSERT_TRUE(target_->trace_frames()->SelectFrame(3).ok());
   EXPECT_EQ(Pc(), CursorPc(3));  // reads answer at the frame
   EXPECT_EQ(target_->position(), Position(0));
-  ASSERT_TRUE(target_->SelectFrame(static_cast<std::uint32_t>(end_)).ok());
+  ASSERT_TRUE(target_->trace_frames()->SelectFrame(static_cast<std::uint32_t>(end_)).ok());
   EXPECT_EQ(Pc(), CursorPc(end_));
-  ASSERT_TRUE(target_->SelectFrame(std::nullopt).ok());
+  ASSERT_TRUE(target_->trace_frames()->SelectFrame(std::nullopt).ok());
   EXPECT_EQ(Pc(), pc0);
 
   const auto& info = fx_->info;
-  hit = target_->FindFrame(FrameByPc{info.far_pc}, std::nullopt);
+  hit = target_->trace_frames()->FindFrame(FrameByPc{info.far_pc}, std::nullopt);
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->frame, info.far_pc_event);
-  EXPECT_FALSE(
-      target_->FindFrame(FrameByPc{info.far_pc}, static_cast<std::uint32_t>(info.far_pc_event)));
-  hit = target_->FindFrame(FrameInRange{info.far_pc, info.far_pc}, 5);
+  EXPECT_FALSE(target_->trace_frames()->FindFrame(FrameByPc{info.far_pc},
+                                                  static_cast<std::uint32_t>(info.far_pc_event)));
+  hit = target_->trace_frames()->FindFrame(FrameInRange{info.far_pc, info.far_pc}, 5);
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->frame, info.far_pc_event);
-  hit = target_->FindFrame(FrameByPc{CursorPc(10)}, 9);
+  hit = target_->trace_frames()->FindFrame(FrameByPc{CursorPc(10)}, 9);
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->frame, 10u);
-  hit = target_->FindFrame(FrameByTracepoint{1}, 41);
+  hit = target_->trace_frames()->FindFrame(FrameByTracepoint{1}, 41);
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->frame, 42u);
-  EXPECT_FALSE(target_->FindFrame(FrameByTracepoint{2}, std::nullopt));
-  EXPECT_FALSE(
-      target_->FindFrame(FrameByTracepoint{1}, static_cast<std::uint32_t>(end_)));  // past the end
+  EXPECT_FALSE(target_->trace_frames()->FindFrame(FrameByTracepoint{2}, std::nullopt));
+  EXPECT_FALSE(target_->trace_frames()->FindFrame(
+      FrameByTracepoint{1}, static_cast<std::uint32_t>(end_)));  // past the end
 }
 
 // Every pc search against the pc of every position (stepping a plain cursor):
@@ -278,7 +287,7 @@ TEST_F(TraceTargetReven, FramePcSearchesMatchEveryPosition) {
   };
   auto check = [&](const TraceFrameQuery& query, std::optional<std::uint64_t> want,
                    std::optional<std::uint32_t> current) {
-    auto got = target_->FindFrame(query, current);
+    auto got = target_->trace_frames()->FindFrame(query, current);
     ASSERT_EQ(got.has_value(), want.has_value()) << "from " << (current ? *current + 1 : 0);
     if (got) {
       EXPECT_EQ(got->frame, *want) << "from " << (current ? *current + 1 : 0);

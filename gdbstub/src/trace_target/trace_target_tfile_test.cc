@@ -32,9 +32,9 @@ class TraceTargetTfile : public ::testing::Test {
 
   // The pc of the selected frame, if known.
   std::optional<std::uint64_t> FramePc(std::uint32_t frame) {
-    EXPECT_TRUE(target_->SelectFrame(frame).ok());
+    EXPECT_TRUE(target_->trace_frames()->SelectFrame(frame).ok());
     auto value = target_->ReadRegister(target_->current_thread(), 16);
-    EXPECT_TRUE(target_->SelectFrame(std::nullopt).ok());
+    EXPECT_TRUE(target_->trace_frames()->SelectFrame(std::nullopt).ok());
     if (!value.ok() || !value->all_known()) return std::nullopt;
     std::uint64_t pc = 0;
     for (int i = 7; i >= 0; --i) pc = pc << 8 | value->bytes[i];
@@ -46,22 +46,22 @@ class TraceTargetTfile : public ::testing::Test {
 };
 
 TEST_F(TraceTargetTfile, FramesAndTracepoints) {
-  ASSERT_EQ(target_->frame_count(), core::testing::kSmallTfileFrames);
+  ASSERT_EQ(target_->trace_frames()->frame_count(), core::testing::kSmallTfileFrames);
   const std::uint32_t tracepoints[] = {2, 4, 3, 3, 5, 2, 2};
   for (std::uint32_t f = 0; f < core::testing::kSmallTfileFrames; ++f) {
-    auto hit = target_->FindFrame(FrameByNumber{f}, std::nullopt);
+    auto hit = target_->trace_frames()->FindFrame(FrameByNumber{f}, std::nullopt);
     ASSERT_TRUE(hit);
     EXPECT_EQ(hit->tracepoint, tracepoints[f]) << "frame " << f;
   }
   EXPECT_EQ(FramePc(0), 0x401132u);
   EXPECT_EQ(FramePc(2), 0x4011e8u);
-  auto hit = target_->FindFrame(FrameByTracepoint{3}, std::nullopt);
+  auto hit = target_->trace_frames()->FindFrame(FrameByTracepoint{3}, std::nullopt);
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->frame, 2u);
-  hit = target_->FindFrame(FrameByTracepoint{3}, 2);
+  hit = target_->trace_frames()->FindFrame(FrameByTracepoint{3}, 2);
   ASSERT_TRUE(hit);
   EXPECT_EQ(hit->frame, 3u);
-  EXPECT_FALSE(target_->FindFrame(FrameByTracepoint{4}, 1));
+  EXPECT_FALSE(target_->trace_frames()->FindFrame(FrameByTracepoint{4}, 1));
 }
 
 TEST_F(TraceTargetTfile, PcSearchesMatchTheFramesPcs) {
@@ -76,17 +76,17 @@ TEST_F(TraceTargetTfile, PcSearchesMatchTheFramesPcs) {
         if (pcs[f] == pc) expected = f;
       }
       auto from = current < 0 ? std::nullopt : std::optional<std::uint32_t>(current);
-      auto hit = target_->FindFrame(FrameByPc{*pc}, from);
+      auto hit = target_->trace_frames()->FindFrame(FrameByPc{*pc}, from);
       ASSERT_EQ(hit.has_value(), expected.has_value()) << std::hex << *pc << " after " << current;
       if (hit) EXPECT_EQ(hit->frame, *expected);
-      hit = target_->FindFrame(FrameInRange{*pc, *pc}, from);
+      hit = target_->trace_frames()->FindFrame(FrameInRange{*pc, *pc}, from);
       ASSERT_EQ(hit.has_value(), expected.has_value());
       if (hit) EXPECT_EQ(hit->frame, *expected);
     }
   }
   // A selected frame stays selected through a search.
-  ASSERT_TRUE(target_->SelectFrame(2).ok());
-  (void)target_->FindFrame(FrameByPc{0x401132}, 2);
+  ASSERT_TRUE(target_->trace_frames()->SelectFrame(2).ok());
+  (void)target_->trace_frames()->FindFrame(FrameByPc{0x401132}, 2);
   auto value = target_->ReadRegister(target_->current_thread(), 16);
   ASSERT_TRUE(value.ok() && value->all_known());
   EXPECT_EQ(value->bytes[0], 0xe8);
@@ -106,15 +106,15 @@ TEST_F(TraceTargetTfile, StartsAtTheFirstPositionWithAKnownPc) {
   EXPECT_EQ(std::get<HistoryEdge>(*back).side, HistoryEdge::Side::kBegin);
   EXPECT_EQ(target_->position(), core::Position(1));
 
-  auto refused = target_->RunMonitorCommand("goto 0");
+  auto refused = target_->monitor_commands()->RunMonitorCommand("goto 0");
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("before the first position whose pc is known (1)"),
             std::string::npos)
       << refused.status().message();
-  target_->ArmGoto(core::Position(0));  // the controller API clamps
+  target_->armed_moves().ArmGoto(core::Position(0));  // the controller API clamps
   ASSERT_TRUE(target_->Resume(ResumeKind::kStep, std::nullopt, nullptr).ok());
   EXPECT_EQ(target_->position(), core::Position(1));
-  auto info = target_->RunMonitorCommand("info");
+  auto info = target_->monitor_commands()->RunMonitorCommand("info");
   ASSERT_TRUE(info.ok());
   EXPECT_NE(info->find("start:      1 (the first position whose pc is known"), std::string::npos);
 
@@ -128,7 +128,7 @@ TEST_F(TraceTargetTfile, StartsAtTheFirstPositionWithAKnownPc) {
 // What gdb uploads at connection and asks of a frame (qTfP, qTfV, qTStatus,
 // qTV, qXfer:traceframe-info), from the file's own definitions.
 TEST_F(TraceTargetTfile, TracepointDefinitionsVariablesAndCollections) {
-  const core::TracepointDefinitions* defs = target_->tracepoint_definitions();
+  const core::TracepointDefinitions* defs = target_->trace_frames()->tracepoint_definitions();
   ASSERT_NE(defs, nullptr);
   ASSERT_FALSE(defs->tracepoints.empty());
   EXPECT_EQ(defs->tracepoints[0], "T2:401132:E:0:0");
@@ -137,20 +137,21 @@ TEST_F(TraceTargetTfile, TracepointDefinitionsVariablesAndCollections) {
   EXPECT_EQ(defs->variables,
             (std::vector<std::string>{"1:0:1:74726163655f74696d657374616d70", "2:0:0:68697473"}));
 
-  EXPECT_FALSE(target_->TraceframeInfo());  // no frame selected
-  ASSERT_TRUE(target_->SelectFrame(0).ok());
-  EXPECT_EQ(target_->TraceframeInfo(),
+  EXPECT_FALSE(target_->trace_frames()->TraceframeInfo());  // no frame selected
+  ASSERT_TRUE(target_->trace_frames()->SelectFrame(0).ok());
+  EXPECT_EQ(target_->trace_frames()->TraceframeInfo(),
             "<traceframe-info><memory start=\"0x404060\" length=\"0x40\"/>"
             "<memory start=\"0x404040\" length=\"0x8\"/></traceframe-info>");
-  EXPECT_FALSE(target_->TraceVariable(2));
-  ASSERT_TRUE(target_->SelectFrame(1).ok());
-  EXPECT_EQ(target_->TraceVariable(2), 1);
-  EXPECT_FALSE(target_->TraceVariable(9));
-  EXPECT_EQ(target_->TraceframeInfo(), "<traceframe-info><tvar id=\"2\"/></traceframe-info>");
-  ASSERT_TRUE(target_->SelectFrame(4).ok());
-  EXPECT_EQ(target_->TraceVariable(9), -3);
-  ASSERT_TRUE(target_->SelectFrame(std::nullopt).ok());
-  EXPECT_FALSE(target_->TraceVariable(2));  // the current position is frame 0's
+  EXPECT_FALSE(target_->trace_frames()->TraceVariable(2));
+  ASSERT_TRUE(target_->trace_frames()->SelectFrame(1).ok());
+  EXPECT_EQ(target_->trace_frames()->TraceVariable(2), 1);
+  EXPECT_FALSE(target_->trace_frames()->TraceVariable(9));
+  EXPECT_EQ(target_->trace_frames()->TraceframeInfo(),
+            "<traceframe-info><tvar id=\"2\"/></traceframe-info>");
+  ASSERT_TRUE(target_->trace_frames()->SelectFrame(4).ok());
+  EXPECT_EQ(target_->trace_frames()->TraceVariable(9), -3);
+  ASSERT_TRUE(target_->trace_frames()->SelectFrame(std::nullopt).ok());
+  EXPECT_FALSE(target_->trace_frames()->TraceVariable(2));  // the current position is frame 0's
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ class TraceTargetThreads : public ::testing::Test {
     target_ = std::move(*target);
   }
   void GoTo(std::uint64_t p) {
-    target_->ArmGoto(Position(p));
+    target_->armed_moves().ArmGoto(Position(p));
     ASSERT_TRUE(target_->Resume(ResumeKind::kStep, std::nullopt, nullptr).ok());
   }
   // Brute force over the events: the first/last event of `thread` at or
@@ -124,15 +124,15 @@ TEST_F(TraceTargetThreads, RegistersAndThreadList) {
 }
 
 TEST_F(TraceTargetThreads, ReadAndAccessWatchpoints) {
-  ASSERT_TRUE(target_->Supports(WatchKind::kRead));
-  ASSERT_TRUE(target_->Supports(WatchKind::kAccess));
+  ASSERT_TRUE(target_->watchpoints()->Supports(WatchKind::kRead));
+  ASSERT_TRUE(target_->watchpoints()->Supports(WatchKind::kAccess));
   auto regions = core::testing::FakeDataRegions(core::AddressKind::kVirtual);
   ASSERT_FALSE(regions.empty());
   const core::Address addr = regions.front().first;
   const std::uint64_t length = regions.front().second - regions.front().first;
   for (WatchKind kind : {WatchKind::kRead, WatchKind::kAccess}) {
     GoTo(0);
-    ASSERT_TRUE(target_->InsertWatchpoint(kind, addr, length).ok());
+    ASSERT_TRUE(target_->watchpoints()->InsertWatchpoint(kind, addr, length).ok());
     core::StopCondition condition;
     condition.watches.push_back(
         {addr, length,
@@ -147,7 +147,7 @@ TEST_F(TraceTargetThreads, ReadAndAccessWatchpoints) {
     EXPECT_EQ(std::get<Watch>(*stop).addr, expected->address);
     EXPECT_EQ(target_->position(), expected->position);
     EXPECT_EQ(target_->current_thread(), expected->thread);
-    ASSERT_TRUE(target_->RemoveWatchpoint(kind, addr, length).ok());
+    ASSERT_TRUE(target_->watchpoints()->RemoveWatchpoint(kind, addr, length).ok());
   }
 }
 

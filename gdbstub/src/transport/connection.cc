@@ -33,9 +33,8 @@ Connection::Connection(int in_fd, int out_fd, std::unique_ptr<Target> target, in
                        PacketLog* log, ClosedFn on_closed)
     : in_fd_(in_fd),
       out_fd_(out_fd),
-      inner_(std::move(target)),
-      target_(*inner_, *this),
-      session_(target_),
+      target_(std::move(target)),
+      session_(*target_, {}, this),
       id_(id),
       log_(log),
       on_closed_(std::move(on_closed)) {}
@@ -140,8 +139,7 @@ bool Connection::WriteAll(const std::string& bytes) {
   return true;
 }
 
-core::Expected<StopReason> Connection::RunWatched(
-    const std::function<core::Expected<StopReason>()>& resume) {
+core::Expected<StopReason> Connection::Run(const Resume& resume) {
   std::optional<core::Expected<StopReason>> result;
   std::thread helper;
   try {

@@ -4,11 +4,11 @@
 // The thread reads what the client sends, feeds it to the client's Session
 // and writes the replies back, in a plain blocking loop: every packet costs
 // one thread wake-up, which keeps `bs` + `g` + `m` round trips in the tens of
-// microseconds (docs/protocol.md §7). While a continue is computed (on a helper
-// thread, see watched_target.h) the connection thread keeps reading: a 0x03
-// becomes Session::RequestInterrupt() at once, other bytes wait for the
-// session. Closing (client EOF, `D`/`k`, a write error, RequestStop()) ends
-// the thread and calls `on_closed` from it.
+// microseconds (docs/protocol.md §7). While a continue is computed on a helper
+// thread (the connection is its session's ResumeRunner, resume_runner.h), the
+// connection thread keeps reading: a 0x03 becomes Session::RequestInterrupt()
+// at once, other bytes wait for the session. Closing (client EOF, `D`/`k`, a
+// write error, RequestStop()) ends the thread and calls `on_closed` from it.
 //
 // No Asio here: the descriptors may be a TCP socket, a socketpair end or
 // stdin/stdout, and poll(2) serves them all.
@@ -27,13 +27,13 @@
 
 #include "backstep/core/status.h"
 #include "backstep/gdbstub/target.h"
+#include "session/resume_runner.h"
 #include "session/session.h"
 #include "transport/packet_log.h"
-#include "transport/watched_target.h"
 
 namespace backstep::gdbstub {
 
-class Connection final : public ResumeWatcher {
+class Connection final : public ResumeRunner {
  public:
   using ClosedFn = std::function<void(Connection&)>;
 
@@ -53,9 +53,10 @@ class Connection final : public ResumeWatcher {
   void Join();
   int id() const { return id_; }
 
-  // ResumeWatcher (called by the session through WatchedTarget).
-  core::Expected<StopReason> RunWatched(
-      const std::function<core::Expected<StopReason>()>& resume) override;
+  // ResumeRunner (called by the session for continues and range steps):
+  // runs `resume` on a helper thread while this thread watches the client
+  // for 0x03, EOF and RequestStop().
+  core::Expected<StopReason> Run(const Resume& resume) override;
 
  private:
   void Loop();
@@ -66,8 +67,7 @@ class Connection final : public ResumeWatcher {
   int in_fd_, out_fd_;
   int stop_fd_ = -1;  // eventfd: RequestStop()
   int done_fd_ = -1;  // eventfd: a watched resume finished
-  std::unique_ptr<Target> inner_;
-  WatchedTarget target_;
+  std::unique_ptr<Target> target_;
   Session session_;
   const int id_;
   PacketLog* log_;

@@ -131,7 +131,8 @@ class TraceController {
 };
 
 // A target over `trace`, positioned at 0. Errors: the cursor's (opening the
-// reader). The returned object is a Target and a TraceController.
+// reader). Its TraceController is AsTraceController's, and lives as long as
+// the target.
 core::Expected<std::unique_ptr<Target>> NewTraceTarget(std::shared_ptr<const core::Trace> trace,
                                                        TraceTargetOptions options = {});
 

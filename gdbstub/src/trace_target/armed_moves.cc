@@ -1,15 +1,14 @@
-// The source-level reverse moves of TraceTarget (reverse-finish,
-// reverse-next), armed by the LLDB plugin or `monitor reverse-finish/next`
-// and run by the next resume packet as one move, so the debugger sees one
-// stop (gdb gets the same landing position from a storm of `bs`, docs/protocol.md §7).
-// The rules are gdb 13's (infrun.c, reverse stepping); the debugger supplies
-// the line rows, the stub the positions.
+// ArmedMoves (armed_moves.h): arming checks what it can at once (so that a
+// monitor command or the LLDB plugin reports it), running takes MoveSteps.
+#include "trace_target/armed_moves.h"
+
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 
-#include "trace_target/trace_target.h"
+#include "backstep/core/hex.h"
+#include "backstep/core/trace_query.h"
 
 namespace backstep::gdbstub {
 namespace {
@@ -25,43 +24,81 @@ std::optional<std::pair<LineRow, core::Address>> RowOf(const ReverseNextPlan& pl
   return std::pair(*std::prev(it), end);
 }
 
-std::string HexAddress(core::Address a) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(a));
-  return buf;
-}
-
 }  // namespace
 
-core::Expected<core::Position> TraceTarget::ArmReverseFinish(core::Address return_slot) {
+void ArmedMoves::ArmGoto(core::Position p) {
+  armed_ = Goto{std::clamp(p, served_.first(), served_.last())};
+}
+
+std::optional<core::Expected<StopReason>> ArmedMoves::Run(std::optional<core::ThreadId> thread,
+                                                          const std::atomic<bool>* interrupt) {
+  Armed armed = std::exchange(armed_, std::monostate{});
+  if (std::holds_alternative<std::monostate>(armed)) return std::nullopt;
+  core::Expected<StopReason> stop = StopReason(DoneStep{});
+  if (const auto* go = std::get_if<Goto>(&armed)) {
+    core::Status status = steps_.MoveTo(go->position, std::nullopt);
+    if (!status.ok()) stop = status;
+  } else if (std::holds_alternative<ReverseStep>(armed)) {
+    // The thread the client steps (as `bs` steps the Hc thread), here and
+    // in the source-level moves, whose plans came from its frame.
+    stop = steps_.Step(core::Direction::kBackward, thread);
+  } else if (const auto* finish = std::get_if<ReverseFinish>(&armed)) {
+    stop = RunReverseFinish(finish->call, thread, interrupt);
+  } else if (const auto* next = std::get_if<ReverseNext>(&armed)) {
+    stop = RunReverseNext(next->plan, thread, interrupt);
+  }
+  // A move that ended where it was meant to is a MoveDone (stop_reason.h:
+  // LLDB would step on while the pc stays the same, and ignore a stop
+  // reported in a thread it did not step).
+  if (stop.ok() && std::holds_alternative<DoneStep>(*stop)) {
+    stop = StopReason(MoveDone{position()});
+  }
+  return stop;
+}
+
+std::string ArmedMoves::Describe() const {
+  if (const auto* go = std::get_if<Goto>(&armed_)) {
+    return "goto " + std::to_string(go->position.value);
+  }
+  if (std::holds_alternative<ReverseStep>(armed_)) return "reverse-stepi";
+  if (std::holds_alternative<ReverseFinish>(armed_)) return "reverse-finish";
+  if (std::holds_alternative<ReverseNext>(armed_)) return "reverse-next";
+  return "";
+}
+
+void ArmedMoves::Reset() {
+  armed_ = std::monostate{};
+  direction_ = core::Direction::kForward;
+}
+
+core::Expected<core::Position> ArmedMoves::ArmReverseFinish(core::Address return_slot) {
   std::uint8_t word[8], known[8];
   core::Address return_address = 0;
-  if (!cursor_->ReadMemory(return_slot, word, known, core::AddressKind::kVirtual).ok() ||
+  if (!served_.cursor().ReadMemory(return_slot, word, known, core::AddressKind::kVirtual).ok() ||
       !std::all_of(known, known + 8, [](std::uint8_t k) { return k != 0; })) {
-    return core::Status::NotFound("the return address at " + HexAddress(return_slot) +
+    return core::Status::NotFound("the return address at " + core::HexU64(return_slot) +
                                   " is not recorded");
   }
   std::memcpy(&return_address, word, 8);
   BACKSTEP_ASSIGN_OR_RETURN(std::optional<core::Position> call,
                             FindCall(return_slot, return_address, position()));
-  if (signals() != nullptr) {
-    // Out of a signal handler, the "call" is the delivery (the kernel's
-    // frame holds the return address): reverse-finish goes back to where
-    // the signal interrupted the program.
-    BACKSTEP_ASSIGN_OR_RETURN(std::optional<core::Position> delivery,
-                              DeliveryWithFrameAt(return_slot, current_thread(), position()));
-    if (delivery && (!call || *delivery > *call)) call = delivery;
-  }
+  // Out of a signal handler, the "call" is the delivery (the kernel's frame
+  // holds the return address): reverse-finish goes back to where the signal
+  // interrupted the program.
+  BACKSTEP_ASSIGN_OR_RETURN(
+      std::optional<core::Position> delivery,
+      steps_.SignalFrameCall(return_slot, served_.current_thread(), position()));
+  if (delivery && (!call || *delivery > *call)) call = delivery;
   if (!call) {
-    return core::Status::NotFound("no call stored the return address " +
-                                  HexAddress(return_address) + " at " + HexAddress(return_slot) +
-                                  " before position " + std::to_string(position().value));
+    return core::Status::NotFound(
+        "no call stored the return address " + core::HexU64(return_address) + " at " +
+        core::HexU64(return_slot) + " before position " + std::to_string(position().value));
   }
-  armed_ = ArmedReverseFinish{*call};
+  armed_ = ReverseFinish{*call};
   return *call;
 }
 
-core::Status TraceTarget::ArmReverseNext(ReverseNextPlan plan) {
+core::Status ArmedMoves::ArmReverseNext(ReverseNextPlan plan) {
   if (plan.function_start >= plan.function_end) {
     return core::Status::InvalidArgument("reverse-next: empty function range");
   }
@@ -76,52 +113,36 @@ core::Status TraceTarget::ArmReverseNext(ReverseNextPlan plan) {
   if (plan.caller_row_start > plan.caller_row_end) {
     return core::Status::InvalidArgument("reverse-next: bad caller row");
   }
-  armed_ = ArmedReverseNext{std::move(plan)};
+  armed_ = ReverseNext{std::move(plan)};
   return core::Status::Ok();
 }
 
-core::Expected<std::optional<StopReason>> TraceTarget::RunBackTo(
-    core::Position to, const std::atomic<bool>* interrupt) {
-  core::StopCondition condition = Condition(interrupt);
-  condition.fence_low = to;
-  auto stop = core::RunUntil(*trace_, position(), core::Direction::kBackward, condition);
-  if (!stop.ok()) {
-    if (stop.status().code() == core::StatusCode::kInterrupted) {
-      return std::optional<StopReason>(Interrupted{});
-    }
-    return stop.status();
-  }
-  if (stop->reason == core::StopEvent::Reason::kFence) return std::optional<StopReason>();
-  BACKSTEP_RETURN_IF_ERROR(MoveTo(stop->position, stop->thread));
-  return std::optional<StopReason>(ToStopReason(*stop));
-}
-
-core::Expected<StopReason> TraceTarget::RunReverseFinish(core::Position call,
-                                                         std::optional<core::ThreadId> resumed,
-                                                         const std::atomic<bool>* interrupt) {
-  const core::ThreadId thread = resumed ? *resumed : current_thread();
+core::Expected<StopReason> ArmedMoves::RunReverseFinish(core::Position call,
+                                                        std::optional<core::ThreadId> resumed,
+                                                        const std::atomic<bool>* interrupt) {
+  const core::ThreadId thread = resumed ? *resumed : served_.current_thread();
   if (call >= position()) return StopReason(DoneStep{});  // armed, then moved elsewhere
-  BACKSTEP_ASSIGN_OR_RETURN(std::optional<StopReason> early, RunBackTo(call, interrupt));
+  BACKSTEP_ASSIGN_OR_RETURN(std::optional<StopReason> early, steps_.RunBackTo(call, interrupt));
   if (early) return *early;
-  BACKSTEP_RETURN_IF_ERROR(MoveTo(call, thread));
+  BACKSTEP_RETURN_IF_ERROR(steps_.MoveTo(call, thread));
   return StopReason(DoneStep{});
 }
 
-core::Expected<std::optional<core::Position>> TraceTarget::FindCall(core::Address slot,
-                                                                    core::Address return_address,
-                                                                    core::Position before) {
+core::Expected<std::optional<core::Position>> ArmedMoves::FindCall(core::Address slot,
+                                                                   core::Address return_address,
+                                                                   core::Position before) {
   // NOTE: the call is not simply the last write of the slot: a callee may
   // store the same bytes there again (an xsave area, a system call's
   // recorded memory diff). The call is the write made by an instruction
   // just before the return address (2 to 7 bytes: `call rel32`, `call
   // *mem`) with rsp one word above the slot.
   constexpr int kMaxCandidates = 64;
-  const core::ArchDescription& arch = trace_->arch();
-  auto probe = trace_->NewCursor();
+  const core::ArchDescription& arch = trace_.arch();
+  auto probe = trace_.NewCursor();
   if (!probe.ok()) return probe.status();
   for (int i = 0; i < kMaxCandidates; ++i) {
     BACKSTEP_ASSIGN_OR_RETURN(std::optional<core::Access> write,
-                              core::LastWrite(*trace_, slot, 8, before));
+                              core::LastWrite(trace_, slot, 8, before));
     if (!write) return std::optional<core::Position>();
     BACKSTEP_RETURN_IF_ERROR((*probe)->Seek(core::Position(write->event)));
     auto regs = (*probe)->Registers(write->thread);
@@ -137,16 +158,16 @@ core::Expected<std::optional<core::Position>> TraceTarget::FindCall(core::Addres
   return std::optional<core::Position>();
 }
 
-core::Expected<StopReason> TraceTarget::RunReverseNext(const ReverseNextPlan& plan,
-                                                       std::optional<core::ThreadId> resumed,
-                                                       const std::atomic<bool>* interrupt) {
-  const core::ArchDescription& arch = trace_->arch();
-  const core::ThreadId thread = resumed ? *resumed : current_thread();
+core::Expected<StopReason> ArmedMoves::RunReverseNext(const ReverseNextPlan& plan,
+                                                      std::optional<core::ThreadId> resumed,
+                                                      const std::atomic<bool>* interrupt) {
+  const core::ArchDescription& arch = trace_.arch();
+  const core::ThreadId thread = resumed ? *resumed : served_.current_thread();
   struct Regs {
     core::Address pc = 0, sp = 0;
   };
   auto read = [&]() -> core::Expected<Regs> {
-    BACKSTEP_ASSIGN_OR_RETURN(const core::RegisterFile* file, cursor_->Registers(thread));
+    BACKSTEP_ASSIGN_OR_RETURN(const core::RegisterFile* file, served_.cursor().Registers(thread));
     if (!file->known(arch.pc()) || !file->known(arch.sp())) {
       return core::Status::NotFound("reverse-next: pc or sp unknown at position " +
                                     std::to_string(position().value));
@@ -168,7 +189,7 @@ core::Expected<StopReason> TraceTarget::RunReverseNext(const ReverseNextPlan& pl
   while (true) {
     if (interrupt && interrupt->load()) return StopReason(Interrupted{});
     const Regs before = now;
-    BACKSTEP_ASSIGN_OR_RETURN(StopReason step, Step(core::Direction::kBackward, thread));
+    BACKSTEP_ASSIGN_OR_RETURN(StopReason step, steps_.Step(core::Direction::kBackward, thread));
     if (!std::holds_alternative<DoneStep>(step)) return step;  // history start, watched write
     BACKSTEP_ASSIGN_OR_RETURN(now, read());
     if (auto hit = stop_points_.BreakpointAt(now.pc)) return *hit;
@@ -179,7 +200,7 @@ core::Expected<StopReason> TraceTarget::RunReverseNext(const ReverseNextPlan& pl
       std::uint8_t word[8];
       std::uint8_t known[8];
       core::Address returned_to = 0;
-      if (cursor_->ReadMemory(now.sp, word, known, core::AddressKind::kVirtual).ok() &&
+      if (served_.cursor().ReadMemory(now.sp, word, known, core::AddressKind::kVirtual).ok() &&
           std::all_of(known, known + 8, [](std::uint8_t k) { return k != 0; })) {
         std::memcpy(&returned_to, word, 8);
       }
@@ -187,9 +208,10 @@ core::Expected<StopReason> TraceTarget::RunReverseNext(const ReverseNextPlan& pl
         BACKSTEP_ASSIGN_OR_RETURN(std::optional<core::Position> call,
                                   FindCall(now.sp, returned_to, position()));
         if (call) {
-          BACKSTEP_ASSIGN_OR_RETURN(std::optional<StopReason> early, RunBackTo(*call, interrupt));
+          BACKSTEP_ASSIGN_OR_RETURN(std::optional<StopReason> early,
+                                    steps_.RunBackTo(*call, interrupt));
           if (early) return *early;
-          BACKSTEP_RETURN_IF_ERROR(MoveTo(*call, thread));
+          BACKSTEP_RETURN_IF_ERROR(steps_.MoveTo(*call, thread));
           BACKSTEP_ASSIGN_OR_RETURN(now, read());
         }
       }
@@ -215,7 +237,7 @@ core::Expected<StopReason> TraceTarget::RunReverseNext(const ReverseNextPlan& pl
     hi = row->second;
     line = row->first.line;
   }
-  stop_thread_ = thread;
+  served_.set_stop_thread(thread);
   return StopReason(DoneStep{});
 }
 

@@ -1,14 +1,12 @@
-// QTFrame (`tfind`) over a trace: frame n is a position (see
-// backstep/gdbstub/trace_target.h for the mapping); pc searches come from the
-// index's pc lists, so `tfind pc`/`range`/`outside`/`line` cost O(log n) per
-// segment (plus, for a range, one lookup per distinct pc of the range in the
-// segments searched), never a walk over the positions.
+// TraceFrameIndex (trace_frames.h): QTFrame (`tfind`) over a trace.
+#include "trace_target/trace_frames.h"
+
+#include <algorithm>
 #include <charconv>
 #include <limits>
 
 #include "backstep/core/trace_query.h"
 #include "protocol/hex.h"
-#include "trace_target/trace_target.h"
 
 namespace backstep::gdbstub {
 namespace {
@@ -33,107 +31,111 @@ std::optional<std::uint32_t> ParseTracepoint(std::string_view description) {
 
 }  // namespace
 
-bool TraceTarget::frames_are_events() const { return trace_->header().format == "tfile"; }
+bool TraceFrameIndex::frames_are_events() const { return trace_.header().format == "tfile"; }
 
-std::uint64_t TraceTarget::frame_count() {
+std::uint64_t TraceFrameIndex::frame_count() {
   // Positions 0..event_count (the final state is a frame too); tfile: one
   // frame per event.
-  const std::uint64_t frames = trace_->event_count() + (frames_are_events() ? 0 : 1);
+  const std::uint64_t frames = trace_.event_count() + (frames_are_events() ? 0 : 1);
   return std::min<std::uint64_t>(frames, kMaxFrames);
 }
 
-std::uint64_t TraceTarget::FramePosition(std::uint32_t frame) const {
+std::uint64_t TraceFrameIndex::FramePosition(std::uint32_t frame) const {
   return frames_are_events() ? std::uint64_t{frame} + 1 : frame;
 }
 
-std::uint32_t TraceTarget::TracepointOf(std::uint32_t frame) {
-  if (!frames_are_events() || !frame_cursor_) return 1;
+std::uint32_t TraceFrameIndex::TracepointOf(core::Cursor& probe, std::uint32_t frame) {
+  if (!frames_are_events()) return 1;
   // The frame's own event is event `frame` (it leads to position frame + 1).
-  if (!frame_cursor_->Seek(core::Position(frame)).ok()) return 1;
-  auto event = frame_cursor_->CurrentEvent();
+  if (!probe.Seek(core::Position(frame)).ok()) return 1;
+  auto event = probe.CurrentEvent();
   if (!event.ok()) return 1;
   return ParseTracepoint((*event)->description).value_or(1);
 }
 
 // First frame >= first whose PC lies in [lo, hi].
-std::optional<std::uint32_t> TraceTarget::NextFrameWithPc(core::Address lo, core::Address hi,
-                                                          std::uint64_t first) {
+std::optional<std::uint32_t> TraceFrameIndex::NextFrameWithPc(core::Cursor& probe, core::Address lo,
+                                                              core::Address hi,
+                                                              std::uint64_t first) {
   const std::uint64_t count = frame_count();
-  if (first >= count || !frame_cursor_) return std::nullopt;
-  if (frames_are_events()) return NextTfileFrameWithPc(lo, hi, first);
+  if (first >= count) return std::nullopt;
+  if (frames_are_events()) return NextTfileFrameWithPc(probe, lo, hi, first);
   // The pc index holds instruction events: position q, the state before
   // instruction q. The other positions with a pc are the final state and
   // those before a non-instruction event (a syscall's effects, an interrupt
   // delivery): a run of them ends either at an indexed instruction or at the
   // end, so the earliest hit is in the run just before the first indexed hit
   // (or before the end), or is that hit.
-  const std::uint64_t end = std::min<std::uint64_t>(trace_->event_count(), count);
+  const std::uint64_t end = std::min<std::uint64_t>(trace_.event_count(), count);
   std::optional<std::uint64_t> found;
   std::uint64_t anchor = end;
-  if (auto q = core::NextEventWithPcIn(*trace_, lo, hi, first); q && *q < end) {
+  if (auto q = core::NextEventWithPcIn(trace_, lo, hi, first); q && *q < end) {
     found = anchor = *q;
-  } else if (end < count && PcOfPositionIn(end, lo, hi)) {
+  } else if (end < count && PcOfPositionIn(probe, end, lo, hi)) {
     found = end;  // the final state
   }
   for (std::uint64_t p = anchor, n = 0; p > first && n < kMaxNonInstructionRun; ++n) {
     --p;
-    if (!frame_cursor_->Seek(core::Position(p)).ok()) break;
-    auto event = frame_cursor_->CurrentEvent();
+    if (!probe.Seek(core::Position(p)).ok()) break;
+    auto event = probe.CurrentEvent();
     if (!event.ok() || (*event)->kind == core::EventKind::kInstruction) break;
-    if (PcOfPositionIn(p, lo, hi)) found = p;
+    if (PcOfPositionIn(probe, p, lo, hi)) found = p;
   }
   if (!found) return std::nullopt;
   return static_cast<std::uint32_t>(*found);
 }
 
-bool TraceTarget::PcOfPositionIn(std::uint64_t position, core::Address lo, core::Address hi) {
-  if (!frame_cursor_->Seek(core::Position(position)).ok()) return false;
-  auto pc = frame_cursor_->Pc(frame_cursor_->current_thread());
+bool TraceFrameIndex::PcOfPositionIn(core::Cursor& probe, std::uint64_t position, core::Address lo,
+                                     core::Address hi) {
+  if (!probe.Seek(core::Position(position)).ok()) return false;
+  auto pc = probe.Pc(probe.current_thread());
   return pc && *pc >= lo && *pc <= hi;
 }
 
-std::optional<std::uint32_t> TraceTarget::NextTfileFrameWithPc(core::Address lo, core::Address hi,
-                                                               std::uint64_t first) {
+std::optional<std::uint32_t> TraceFrameIndex::NextTfileFrameWithPc(core::Cursor& probe,
+                                                                   core::Address lo,
+                                                                   core::Address hi,
+                                                                   std::uint64_t first) {
   // The pc index keys each event by the pc of the state before it: frame f's
   // state is event f + 1's "before" state.
   const std::uint64_t count = frame_count();
-  if (auto event = core::NextEventWithPcIn(*trace_, lo, hi, first + 1)) {
+  if (auto event = core::NextEventWithPcIn(trace_, lo, hi, first + 1)) {
     if (*event - 1 < count) return static_cast<std::uint32_t>(*event - 1);
   }
-  if (count == trace_->event_count()) {
+  if (count == trace_.event_count()) {
     // The last tfile frame is the final state, which no event precedes.
     const std::uint64_t last = count - 1;
-    if (last >= first && PcOfPositionIn(last + 1, lo, hi)) return static_cast<std::uint32_t>(last);
+    if (last >= first && PcOfPositionIn(probe, last + 1, lo, hi)) {
+      return static_cast<std::uint32_t>(last);
+    }
   }
   return std::nullopt;
 }
 
-std::optional<TraceFrameHit> TraceTarget::FindFrame(const TraceFrameQuery& query,
-                                                    std::optional<std::uint32_t> current) {
-  if (!frame_cursor_) {
-    auto cursor = trace_->NewCursor();
-    if (!cursor.ok()) return std::nullopt;
-    frame_cursor_ = std::move(*cursor);
-  }
+std::optional<TraceFrameHit> TraceFrameIndex::FindFrame(const TraceFrameQuery& query,
+                                                        std::optional<std::uint32_t> current) {
+  auto frame_cursor = served_.FrameCursor();
+  if (!frame_cursor.ok()) return std::nullopt;
+  core::Cursor& probe = **frame_cursor;
   const std::uint64_t count = frame_count();
   const std::uint64_t first = current ? std::uint64_t{*current} + 1 : 0;
   std::optional<std::uint32_t> found;
   if (const auto* by_number = std::get_if<FrameByNumber>(&query)) {
     if (by_number->frame < count) found = by_number->frame;
   } else if (const auto* by_pc = std::get_if<FrameByPc>(&query)) {
-    found = NextFrameWithPc(by_pc->pc, by_pc->pc, first);
+    found = NextFrameWithPc(probe, by_pc->pc, by_pc->pc, first);
   } else if (const auto* in = std::get_if<FrameInRange>(&query)) {
-    if (in->lo <= in->hi) found = NextFrameWithPc(in->lo, in->hi, first);
+    if (in->lo <= in->hi) found = NextFrameWithPc(probe, in->lo, in->hi, first);
   } else if (const auto* out = std::get_if<FrameOutsideRange>(&query)) {
     std::optional<std::uint32_t> below, above;
-    if (out->lo > 0) below = NextFrameWithPc(0, out->lo - 1, first);
-    if (out->hi < kMaxAddress) above = NextFrameWithPc(out->hi + 1, kMaxAddress, first);
+    if (out->lo > 0) below = NextFrameWithPc(probe, 0, out->lo - 1, first);
+    if (out->hi < kMaxAddress) above = NextFrameWithPc(probe, out->hi + 1, kMaxAddress, first);
     found = below && above ? std::min(*below, *above) : below ? below : above;
   } else if (const auto* by_tp = std::get_if<FrameByTracepoint>(&query)) {
     // NOTE: linear in the frames skipped for tfile traces, whose frames are
     // few (gdb itself scans a tfile the same way).
     for (std::uint64_t f = first; f < count && !found; ++f) {
-      if (TracepointOf(static_cast<std::uint32_t>(f)) == by_tp->tracepoint) {
+      if (TracepointOf(probe, static_cast<std::uint32_t>(f)) == by_tp->tracepoint) {
         found = static_cast<std::uint32_t>(f);
       } else if (!frames_are_events()) {
         break;  // every frame is tracepoint 1
@@ -141,39 +143,31 @@ std::optional<TraceFrameHit> TraceTarget::FindFrame(const TraceFrameQuery& query
     }
   }
   std::optional<TraceFrameHit> hit;
-  if (found) hit = TraceFrameHit{*found, TracepointOf(*found)};
-  // The searches above move frame_cursor_: put it back on the selected frame.
-  if (frame_cursor_active_ && !frame_cursor_->Seek(selected_position_).ok()) {
-    frame_cursor_active_ = false;
-  }
+  if (found) hit = TraceFrameHit{*found, TracepointOf(probe, *found)};
+  // The searches above move the frame cursor: back to the selected frame.
+  served_.RestoreFrame();
   return hit;
 }
 
-core::Status TraceTarget::SelectFrame(std::optional<std::uint32_t> frame) {
+core::Status TraceFrameIndex::SelectFrame(std::optional<std::uint32_t> frame) {
   if (!frame) {
-    frame_cursor_active_ = false;
+    served_.DeselectFrame();
     return core::Status::Ok();
   }
   if (*frame >= frame_count()) return core::Status::OutOfRange("no such trace frame");
-  if (!frame_cursor_) {
-    BACKSTEP_ASSIGN_OR_RETURN(frame_cursor_, trace_->NewCursor());
-  }
-  selected_position_ = core::Position(FramePosition(*frame));
-  BACKSTEP_RETURN_IF_ERROR(frame_cursor_->Seek(selected_position_));
-  frame_cursor_active_ = true;
-  return core::Status::Ok();
+  return served_.SelectFrameAt(core::Position(FramePosition(*frame)));
 }
 
-const core::TracepointDefinitions* TraceTarget::tracepoint_definitions() {
-  const std::optional<core::TracepointDefinitions>& defs = trace_->header().tracepoints;
+const core::TracepointDefinitions* TraceFrameIndex::tracepoint_definitions() {
+  const std::optional<core::TracepointDefinitions>& defs = trace_.header().tracepoints;
   return defs ? &*defs : nullptr;
 }
 
 template <typename Visit>
-bool TraceTarget::VisitFrameEvent(core::Position at, Visit visit) {
+bool TraceFrameIndex::VisitFrameEvent(core::Position at, Visit visit) {
   // A tfile frame at position p is event p - 1's collection.
   if (!frames_are_events() || at.value == 0) return false;
-  auto cursor = trace_->AcquireCursor();
+  auto cursor = trace_.AcquireCursor();
   if (!cursor.ok()) return false;
   bool visited = false;
   if ((*cursor)->Seek(core::Position(at.value - 1)).ok()) {
@@ -182,13 +176,14 @@ bool TraceTarget::VisitFrameEvent(core::Position at, Visit visit) {
       visited = true;
     }
   }
-  trace_->ReleaseCursor(std::move(*cursor));
+  trace_.ReleaseCursor(std::move(*cursor));
   return visited;
 }
 
-std::optional<std::int64_t> TraceTarget::TraceVariable(std::int32_t number) {
+std::optional<std::int64_t> TraceFrameIndex::TraceVariable(std::int32_t number) {
   // As gdb's `target tfile`: only the viewed frame's own V blocks count.
-  const core::Position at = frame_cursor_active_ ? selected_position_ : cursor_->position();
+  const core::Position at =
+      served_.frame_selected() ? served_.selected_position() : served_.position();
   std::optional<std::int64_t> value;
   VisitFrameEvent(at, [&](const core::Event& event) {
     for (const core::TraceVariableValue& v : event.variables) {
@@ -198,10 +193,10 @@ std::optional<std::int64_t> TraceTarget::TraceVariable(std::int32_t number) {
   return value;
 }
 
-std::optional<std::string> TraceTarget::TraceframeInfo() {
-  if (!frame_cursor_active_) return std::nullopt;
+std::optional<std::string> TraceFrameIndex::TraceframeInfo() {
+  if (!served_.frame_selected()) return std::nullopt;
   std::string xml = "<traceframe-info>";
-  VisitFrameEvent(selected_position_, [&](const core::Event& event) {
+  VisitFrameEvent(served_.selected_position(), [&](const core::Event& event) {
     for (const core::MemoryAccess& m : event.writes) {
       xml += "<memory start=\"0x";
       AppendHexNumber(xml, m.address);

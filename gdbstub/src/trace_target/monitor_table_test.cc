@@ -24,13 +24,15 @@ class TraceTargetMonitor : public ::testing::Test {
     target_ = std::move(*target);
   }
   std::string Run(std::string_view command) {
-    auto out = target_->RunMonitorCommand(command);
+    auto out = target_->monitor_commands()->RunMonitorCommand(command);
     EXPECT_TRUE(out.ok()) << command << ": " << out.status().ToString();
     return out.ok() ? *out : "";
   }
-  bool Fails(std::string_view command) { return !target_->RunMonitorCommand(command).ok(); }
+  bool Fails(std::string_view command) {
+    return !target_->monitor_commands()->RunMonitorCommand(command).ok();
+  }
   void GoTo(std::uint64_t p) {
-    target_->ArmGoto(core::Position(p));
+    target_->armed_moves().ArmGoto(core::Position(p));
     ASSERT_TRUE(target_->Resume(ResumeKind::kStep, std::nullopt, nullptr).ok());
   }
   std::string Hex(std::uint64_t v) {
@@ -111,11 +113,11 @@ TEST_F(TraceTargetMonitor, HistoryIsCutAtMax) {
 }
 
 TEST_F(TraceTargetMonitor, WatchFilter) {
-  EXPECT_TRUE(target_->watch_only_changes());
+  EXPECT_TRUE(target_->stop_points().watch_only_changes());
   EXPECT_TRUE(Contains(Run("watch-filter all"), "all"));
-  EXPECT_FALSE(target_->watch_only_changes());
+  EXPECT_FALSE(target_->stop_points().watch_only_changes());
   EXPECT_TRUE(Contains(Run("watch-filter changes"), "changes"));
-  EXPECT_TRUE(target_->watch_only_changes());
+  EXPECT_TRUE(target_->stop_points().watch_only_changes());
   EXPECT_TRUE(Fails("watch-filter some"));
 }
 

@@ -81,14 +81,14 @@ class ArmedMoves : public ::testing::Test {
     target_ = std::move(*target);
   }
   void GoTo(std::uint64_t p) {
-    target_->ArmGoto(core::Position(p));
+    target_->armed_moves().ArmGoto(core::Position(p));
     ASSERT_TRUE(target_->Resume(ResumeKind::kStep, std::nullopt, nullptr).ok());
   }
   // Runs the armed move from `from`; returns the landing position.
   std::uint64_t Run(std::uint64_t from, const std::string& command,
                     StopReason expected = DoneStep{}) {
     GoTo(from);
-    auto armed = target_->RunMonitorCommand(command);
+    auto armed = target_->monitor_commands()->RunMonitorCommand(command);
     EXPECT_TRUE(armed.ok()) << command << ": " << armed.status().ToString();
     auto stop = target_->Resume(ResumeKind::kStep, std::nullopt, nullptr);
     EXPECT_TRUE(stop.ok());
@@ -120,15 +120,15 @@ TEST_F(ArmedMoves, ReverseNextStopsAtADifferentLineAndLeavesThroughTheEntry) {
 }
 
 TEST_F(ArmedMoves, ReverseNextStopsAtABreakpointInTheSkippedCall) {
-  ASSERT_TRUE(target_->InsertBreakpoint(BreakpointType::kSoftware, 0x2001, 1).ok());
+  ASSERT_TRUE(target_->breakpoints()->InsertBreakpoint(BreakpointType::kSoftware, 0x2001, 1).ok());
   EXPECT_EQ(Run(8, main_plan, SwBreak{}), 4u);
-  ASSERT_TRUE(target_->RemoveBreakpoint(BreakpointType::kSoftware, 0x2001, 1).ok());
+  ASSERT_TRUE(target_->breakpoints()->RemoveBreakpoint(BreakpointType::kSoftware, 0x2001, 1).ok());
 }
 
 TEST_F(ArmedMoves, ReverseNextStopsAtAWatchedWrite) {
-  ASSERT_TRUE(target_->InsertWatchpoint(WatchKind::kWrite, 0x7ff0, 8).ok());
+  ASSERT_TRUE(target_->watchpoints()->InsertWatchpoint(WatchKind::kWrite, 0x7ff0, 8).ok());
   // The push at 3 wrote 0 over 0: unchanged, filtered; every write counts with "all".
-  ASSERT_TRUE(target_->RunMonitorCommand("watch-filter all").ok());
+  ASSERT_TRUE(target_->monitor_commands()->RunMonitorCommand("watch-filter all").ok());
   EXPECT_EQ(Run(8, main_plan, Watch{WatchKind::kWrite, 0x7ff0}), 3u);
 }
 
@@ -136,22 +136,28 @@ TEST_F(ArmedMoves, ReverseFinishGoesToTheCallThatStoredTheReturnAddress) {
   EXPECT_EQ(Run(4, "reverse-finish 0x7ff8"), 2u);
   EXPECT_EQ(Run(6, "reverse-finish 0x7ff8"), 2u);  // not 4, which rewrote the slot
   GoTo(4);
-  auto out = target_->RunMonitorCommand("reverse-finish 0x7ff8");
+  auto out = target_->monitor_commands()->RunMonitorCommand("reverse-finish 0x7ff8");
   ASSERT_TRUE(out.ok());
   EXPECT_NE(out->find("position 2"), std::string::npos) << *out;
-  ASSERT_TRUE(target_->InsertBreakpoint(BreakpointType::kSoftware, 0x2000, 1).ok());
+  ASSERT_TRUE(target_->breakpoints()->InsertBreakpoint(BreakpointType::kSoftware, 0x2000, 1).ok());
   EXPECT_EQ(Run(5, "reverse-finish 0x7ff8", SwBreak{}), 3u);
 }
 
 TEST_F(ArmedMoves, BadArguments) {
   GoTo(4);
-  EXPECT_FALSE(target_->RunMonitorCommand("reverse-finish").ok());
-  EXPECT_FALSE(target_->RunMonitorCommand("reverse-finish 0x7000").ok());  // never written
-  EXPECT_FALSE(target_->RunMonitorCommand("reverse-next 0x1000").ok());
-  EXPECT_FALSE(target_->RunMonitorCommand("reverse-next 0x2000 0x1000 0 0 0").ok());
-  EXPECT_FALSE(target_->RunMonitorCommand("reverse-next 0x1000 0x1014 0 0 0 0x1004:11 0x1000:10")
+  EXPECT_FALSE(target_->monitor_commands()->RunMonitorCommand("reverse-finish").ok());
+  EXPECT_FALSE(target_->monitor_commands()
+                   ->RunMonitorCommand("reverse-finish 0x7000")
+                   .ok());  // never written
+  EXPECT_FALSE(target_->monitor_commands()->RunMonitorCommand("reverse-next 0x1000").ok());
+  EXPECT_FALSE(
+      target_->monitor_commands()->RunMonitorCommand("reverse-next 0x2000 0x1000 0 0 0").ok());
+  EXPECT_FALSE(target_->monitor_commands()
+                   ->RunMonitorCommand("reverse-next 0x1000 0x1014 0 0 0 0x1004:11 0x1000:10")
                    .ok());  // unsorted rows
-  EXPECT_FALSE(target_->RunMonitorCommand("reverse-next 0x1000 0x1014 0 0 0 0x1004").ok());
+  EXPECT_FALSE(target_->monitor_commands()
+                   ->RunMonitorCommand("reverse-next 0x1000 0x1014 0 0 0 0x1004")
+                   .ok());
   // Nothing was armed: a step goes forward.
   auto stop = target_->Resume(ResumeKind::kStep, std::nullopt, nullptr);
   ASSERT_TRUE(stop.ok());

@@ -1,13 +1,14 @@
-// Signal deliveries and system calls of TraceTarget (trace_target.h): where
+// SignalStops (signal_stops.h): signal deliveries and system calls, where
 // resumes stop for them, what $_siginfo reads there, and the end of the
 // process.
+#include "trace_target/signal_stops.h"
+
 #include <algorithm>
 #include <cstring>
 
 #include "backstep/core/event.h"
 #include "backstep/core/event_notes.h"
 #include "backstep/core/trace_reader.h"
-#include "trace_target/trace_target.h"
 
 namespace backstep::gdbstub {
 namespace {
@@ -17,15 +18,13 @@ constexpr std::size_t kSiginfoSize = 128;
 
 }  // namespace
 
-Signals* TraceTarget::signals() {
-  return core::HasEventNotes(trace_->header()) ? static_cast<Signals*>(this) : nullptr;
-}
+bool SignalStops::active() const { return core::HasEventNotes(trace_.header()); }
 
-core::Expected<const TraceTarget::Ending*> TraceTarget::Scan() {
+core::Expected<const SignalStops::Ending*> SignalStops::Scan() {
   if (ending_.scanned) return &ending_;
   // NOTE: one decoding pass (no replay) over the trace, the first time a
   // resume needs it: the index does not keep event kinds.
-  BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<core::TraceReader> reader, trace_->NewReader());
+  BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<core::TraceReader> reader, trace_.NewReader());
   Ending found;
   core::Event event;
   for (std::uint64_t n = 0;; ++n) {
@@ -55,7 +54,7 @@ core::Expected<const TraceTarget::Ending*> TraceTarget::Scan() {
   return &ending_;
 }
 
-bool TraceTarget::Stops(const Slot& slot) const {
+bool SignalStops::Stops(const Slot& slot) const {
   if (slot.kind == Slot::kSignal) {
     return std::find(pass_signals_.begin(), pass_signals_.end(), static_cast<int>(slot.number)) ==
            pass_signals_.end();
@@ -65,11 +64,11 @@ bool TraceTarget::Stops(const Slot& slot) const {
                                                slot.number) != catch_syscalls_->end();
 }
 
-core::Expected<std::optional<TraceTarget::Slot>> TraceTarget::SlotBefore(
+core::Expected<std::optional<SignalStops::Slot>> SignalStops::SlotBefore(
     core::Direction direction, const core::StopEvent& stop) {
   BACKSTEP_ASSIGN_OR_RETURN(const Ending* ending, Scan());
   const std::vector<Slot>& slots = ending->slots;
-  const std::uint64_t p = position().value, s = stop.position.value;
+  const std::uint64_t p = served_.position().value, s = stop.position.value;
   const bool edge = stop.reason != core::StopEvent::Reason::kBreakpoint &&
                     stop.reason != core::StopEvent::Reason::kWatch;
   const auto by_key = [](const Slot& slot, std::uint64_t key) { return slot.key < key; };
@@ -100,7 +99,7 @@ core::Expected<std::optional<TraceTarget::Slot>> TraceTarget::SlotBefore(
   return std::optional<Slot>();
 }
 
-core::Expected<std::optional<TraceTarget::Slot>> TraceTarget::DeliveryAt(std::uint64_t position,
+core::Expected<std::optional<SignalStops::Slot>> SignalStops::DeliveryAt(std::uint64_t position,
                                                                          core::ThreadId thread) {
   BACKSTEP_ASSIGN_OR_RETURN(const Ending* ending, Scan());
   const std::uint64_t key = 3 * position + Slot::kSignal;
@@ -112,7 +111,7 @@ core::Expected<std::optional<TraceTarget::Slot>> TraceTarget::DeliveryAt(std::ui
   return std::optional<Slot>(*it);
 }
 
-core::Expected<std::optional<core::Position>> TraceTarget::DeliveryWithFrameAt(
+core::Expected<std::optional<core::Position>> SignalStops::DeliveryWithFrameAt(
     core::Address slot, core::ThreadId thread, core::Position before) {
   // NOTE: the frame's return address is not found by its last write: a
   // recording keeps only changed bytes, and every delivery of a handler
@@ -120,8 +119,8 @@ core::Expected<std::optional<core::Position>> TraceTarget::DeliveryWithFrameAt(
   constexpr int kMaxDeliveries = 64;
   BACKSTEP_ASSIGN_OR_RETURN(const Ending* ending, Scan());
   const std::vector<Slot>& slots = ending->slots;
-  BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<core::Cursor> probe, trace_->NewCursor());
-  const core::RegisterId sp = trace_->arch().sp();
+  BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<core::Cursor> probe, trace_.NewCursor());
+  const core::RegisterId sp = trace_.arch().sp();
   int tried = 0;
   for (auto it = std::lower_bound(slots.begin(), slots.end(), 3 * before.value,
                                   [](const Slot&s, std::uint64_t key) { return s.key < key; });
@@ -138,8 +137,7 @@ core::Expected<std::optional<core::Position>> TraceTarget::DeliveryWithFrameAt(
   return std::optional<core::Position>();
 }
 
-core::Expected<StopReason> TraceTarget::StopAt(const Slot& slot) {
-  BACKSTEP_RETURN_IF_ERROR(MoveTo(core::Position(slot.position()), slot.thread));
+StopReason SignalStops::StoppedAt(const Slot& slot) {
   stop_slot_ = slot;
   switch (slot.kind) {
     case Slot::kReturn:
@@ -152,8 +150,8 @@ core::Expected<StopReason> TraceTarget::StopAt(const Slot& slot) {
   return StopReason(Signaled{static_cast<int>(slot.number)});
 }
 
-core::Expected<std::optional<StopReason>> TraceTarget::EndOfProcess() {
-  if (position() < last_position_ || last_position_.value < trace_->event_count()) {
+core::Expected<std::optional<StopReason>> SignalStops::EndOfProcess() {
+  if (served_.position() < served_.last() || served_.last().value < trace_.event_count()) {
     return std::optional<StopReason>();
   }
   BACKSTEP_ASSIGN_OR_RETURN(const Ending* ending, Scan());
@@ -165,12 +163,12 @@ core::Expected<std::optional<StopReason>> TraceTarget::EndOfProcess() {
   return std::optional<StopReason>();
 }
 
-core::Expected<std::vector<std::uint8_t>> TraceTarget::SignalInfo() {
+core::Expected<std::vector<std::uint8_t>> SignalStops::SignalInfo() {
   if (!stop_slot_ || stop_slot_->kind != Slot::kSignal) {
     return core::Status::NotFound("the last stop was not for a signal");
   }
   // The delivery is the event at the stop's position.
-  BACKSTEP_ASSIGN_OR_RETURN(const core::Event* event, cursor_->CurrentEvent());
+  BACKSTEP_ASSIGN_OR_RETURN(const core::Event* event, served_.cursor().CurrentEvent());
   core::EventNotes notes = core::ReadEventNotes(*event);
   if (notes.siginfo.size() == kSiginfoSize) return std::move(notes.siginfo);
   // Not recorded: only the number is known.

@@ -1,0 +1,105 @@
+// SignalStops: the Signals capability of a TraceTarget (QPassSignals,
+// QCatchSyscalls, qXfer:siginfo:read), and where run control stops for the
+// signal deliveries and system calls a trace records, and for the end of the
+// process.
+//
+// Stop slots, in trace order: at position p, the return of the system call
+// event p - 1 made, then the delivery of a signal at event p (the signal is
+// pending, the handler has not run), then the entry of the system call
+// event p makes. Forward, a continue stops at the first slot after the last
+// stop (after a plain stop at p: an entry at p still comes); backward at the
+// first slot before it (after a plain stop at p: before p), as gdb's `record
+// full` does. A step reports the delivery it lands on. At the end of a trace
+// that records the process's end, a forward continue from the last position
+// replies Exited/Terminated (a second continue: the first stops at the end of
+// the history, from where reverse commands still work).
+//
+// The slots come from the events' notes (core/include/backstep/core/event_notes.h),
+// read in one pass over the events the first time a resume needs them.
+// Only traces whose events may carry notes have the capability (active()).
+//
+// Thread-safety: one thread at a time (the owning TraceTarget's).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "backstep/core/expected.h"
+#include "backstep/core/search.h"
+#include "backstep/core/trace.h"
+#include "backstep/gdbstub/capabilities.h"
+#include "backstep/gdbstub/stop_reason.h"
+#include "trace_target/served_position.h"
+
+namespace backstep::gdbstub {
+
+class SignalStops final : public Signals {
+ public:
+  struct Slot {
+    enum Kind : unsigned char { kReturn = 0, kSignal = 1, kEntry = 2 };
+    std::uint64_t key = 0;  // 3 * position + kind
+    Kind kind = kSignal;
+    std::uint64_t number = 0;  // signal or system call
+    core::ThreadId thread;
+    std::uint64_t position() const { return key / 3; }
+  };
+
+  // Both must outlive the object.
+  SignalStops(const core::Trace& trace, ServedPosition& served) : trace_(trace), served_(served) {}
+
+  // Whether the trace's events may carry signals (TraceHeader).
+  bool active() const;
+
+  // ---- Signals
+  void SetPassSignals(std::vector<int> signals) override { pass_signals_ = std::move(signals); }
+  // The recorded siginfo_t of the delivery; when the trace has none, 128
+  // bytes holding only si_signo.
+  core::Expected<std::vector<std::uint8_t>> SignalInfo() override;
+  void CatchSyscalls(std::optional<std::vector<std::uint64_t>> numbers) override {
+    catch_syscalls_ = std::move(numbers);
+  }
+
+  // ---- For run control (REQUIRES: active()).
+  // The slot a continue from the current position meets before `stop`, if any.
+  core::Expected<std::optional<Slot>> SlotBefore(core::Direction direction,
+                                                 const core::StopEvent& stop);
+  // The stopping delivery of `thread` at position `position`, if any.
+  core::Expected<std::optional<Slot>> DeliveryAt(std::uint64_t position, core::ThreadId thread);
+  // The last signal delivery of `thread` before `before` that put the
+  // handler's return address at `slot` (sp == slot at the handler's first
+  // instruction), if any among the last few deliveries.
+  core::Expected<std::optional<core::Position>> DeliveryWithFrameAt(core::Address slot,
+                                                                    core::ThreadId thread,
+                                                                    core::Position before);
+  // Exited/Terminated when a forward continue starts at the end of a trace
+  // that records the process's end.
+  core::Expected<std::optional<StopReason>> EndOfProcess();
+  // Run control stopped at `slot` (the position is the slot's): remembers
+  // it (for SignalInfo and the next continue) and returns its stop reply.
+  StopReason StoppedAt(const Slot& slot);
+  // Run control stopped elsewhere.
+  void ClearStop() { stop_slot_.reset(); }
+
+ private:
+  struct Ending {
+    bool scanned = false;
+    std::vector<Slot> slots;  // by key
+    int exit_status = -1;     // of the last event that exits
+    int killed_by = 0;        // the signal of the final marker
+    bool exits = false;       // the last event is the process's end
+  };
+  // The slots of the trace (one pass over the events, the first time).
+  core::Expected<const Ending*> Scan();
+  // Whether a resume stops at `slot` (signals not passed, caught system calls).
+  bool Stops(const Slot& slot) const;
+
+  const core::Trace& trace_;
+  ServedPosition& served_;
+  Ending ending_;
+  std::vector<int> pass_signals_;
+  std::optional<std::vector<std::uint64_t>> catch_syscalls_;
+  std::optional<Slot> stop_slot_;  // of the last stop, when it was a slot
+};
+
+}  // namespace backstep::gdbstub
