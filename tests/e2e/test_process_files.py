@@ -90,6 +90,17 @@ class Rsp:
         self.sock.sendall(b"+")
         return body
 
+    def send(self, payload):
+        """A packet that has no reply: only the acknowledgement."""
+        data = payload.encode("latin-1")
+        self.sock.sendall(b"$" + data + b"#%02x" % (sum(data) % 256))
+        self.assertAck()
+
+    def assertAck(self):
+        byte = self._read_byte()
+        if byte != b"+":
+            raise AssertionError("expected an acknowledgement, got %r" % byte)
+
     def close(self):
         self.sock.close()
 
@@ -222,6 +233,22 @@ class ProcessFiles(unittest.TestCase):
         # Below the first mapping: a gap, no permissions.
         self.assertEqual(int(regions[3][0], 16), 0, out)
         self.assertEqual(regions[3][2], "---", out)
+
+    def test_extended_remote_R_restarts_without_a_reply(self):
+        with util.Server(self.env, self.served) as server:
+            rsp = Rsp(server.address())
+            try:
+                first = rsp.request("?")
+                self.assertEqual(rsp.request("R00"), b"")  # not in extended mode
+                self.assertEqual(rsp.request("!"), b"OK")
+                self.assertRegex(rsp.request("c"), rb"^T05")
+                self.assertNotEqual(rsp.request("?"), first)
+                rsp.send("R00")
+                # No reply to R: the next reply is the `?` one, at the start.
+                self.assertEqual(rsp.request("?"), first)
+                self.assertRegex(rsp.request("c"), rb"^T05")  # the session goes on
+            finally:
+                rsp.close()
 
     def checkpoint_position(self):
         out = self.gdb(["break checkpoint", "continue", "monitor when"])

@@ -48,6 +48,7 @@ constexpr auto kRoutes = std::to_array<Route>({
     {"k", kExact, C::kNone, HandleKill},
     {"!", kExact, C::kNone, HandleExtendedMode},
     {"vRun;", kPrefix, C::kNone, HandleRun},
+    {"R", kPrefix, C::kNone, HandleRestart},
     // Host I/O: the recorded process's files (host_io.h).
     {"vFile:setfs:", kPrefix, C::kHostFiles, HandleFileSetFs},
     {"vFile:open:", kPrefix, C::kHostFiles, HandleFileOpen},
