@@ -11,7 +11,11 @@ serves the recording:
   - `remote get /proc/1/exe` gives the program's bytes; a path the trace
     does not name is refused;
   - a hostile vFile sequence (10^4 opens, bad descriptors, huge counts,
-    writes) gets errno replies and leaves the stub serving.
+    writes) gets errno replies and leaves the stub serving;
+  - the loaded libraries (qXfer:libraries-svr4) are right after a jump:
+    gdb's `info sharedlibrary` and lldb-19's `image list` and `bt`, after
+    `monitor goto` to after the dlopen and back to before the dynamic
+    linker's list exists.
 
 Run by ctest:
   /usr/bin/python3 test_process_files.py --backstep BIN --make-example BIN --programs DIR
@@ -85,6 +89,17 @@ class Rsp:
         self._read_byte()
         self.sock.sendall(b"+")
         return body
+
+    def send(self, payload):
+        """A packet that has no reply: only the acknowledgement."""
+        data = payload.encode("latin-1")
+        self.sock.sendall(b"$" + data + b"#%02x" % (sum(data) % 256))
+        self.assertAck()
+
+    def assertAck(self):
+        byte = self._read_byte()
+        if byte != b"+":
+            raise AssertionError("expected an acknowledgement, got %r" % byte)
 
     def close(self):
         self.sock.close()
@@ -218,6 +233,67 @@ class ProcessFiles(unittest.TestCase):
         # Below the first mapping: a gap, no permissions.
         self.assertEqual(int(regions[3][0], 16), 0, out)
         self.assertEqual(regions[3][2], "---", out)
+
+    def test_extended_remote_R_restarts_without_a_reply(self):
+        with util.Server(self.env, self.served) as server:
+            rsp = Rsp(server.address())
+            try:
+                first = rsp.request("?")
+                self.assertEqual(rsp.request("R00"), b"")  # not in extended mode
+                self.assertEqual(rsp.request("!"), b"OK")
+                self.assertRegex(rsp.request("c"), rb"^T05")
+                self.assertNotEqual(rsp.request("?"), first)
+                rsp.send("R00")
+                # No reply to R: the next reply is the `?` one, at the start.
+                self.assertEqual(rsp.request("?"), first)
+                self.assertRegex(rsp.request("c"), rb"^T05")  # the session goes on
+            finally:
+                rsp.close()
+
+    def checkpoint_position(self):
+        out = self.gdb(["break checkpoint", "continue", "monitor when"])
+        return util.values(r"^position (\d+) of", out)[0]
+
+    def test_gdb_info_sharedlibrary_after_a_jump(self):
+        later = self.checkpoint_position()
+        with util.Server(self.env, self.served) as server:
+            out = util.run(["gdb", "-q", "-batch", "-nx", "-ex", "set pagination off",
+                            "-ex", "target remote " + server.address(),
+                            "-ex", "monitor goto %d" % later, "-ex", "stepi",
+                            "-ex", "info sharedlibrary",
+                            "-ex", "monitor goto 100", "-ex", "stepi",
+                            "-ex", "echo ---\\n", "-ex", "info sharedlibrary"], check=False)
+            with open(server.log) as f:
+                log = f.read()
+        # gdb took the list from the stub, not from its own memory reads.
+        self.assertTrue("qXfer:libraries-svr4:read::" in log, "gdb did not ask for the list")
+        self.assertNotIn("warning: while parsing target library list", out)
+        after, before = out.split("---\n")
+        rows = re.compile(r"^0x[0-9a-f]+\s+0x[0-9a-f]+\s.*/([^/\s]+)$", re.M)
+        self.assertEqual(sorted(rows.findall(after)),
+                         ["ld-linux-x86-64.so.2", "libc.so.6", "libm.so.6"], out)
+        # Position 100 is inside the dynamic linker's start: only itself.
+        self.assertEqual(rows.findall(before), ["ld-linux-x86-64.so.2"], out)
+
+    def test_lldb_image_list_after_a_jump(self):
+        later = self.checkpoint_position()
+        with util.Server(self.env, self.served) as server:
+            out = util.lldb(self.env, server, [
+                "process plugin packet monitor goto %d" % later, "thread step-inst",
+                "image list", "bt",
+                "process plugin packet monitor goto 100", "thread step-inst",
+                "script print('---')", "image list", "bt"], program=self.program)
+        after, before = out.split("\n---\n")
+
+        def names(text):
+            return sorted(os.path.basename(path) for path in
+                          re.findall(r"^\[\s*\d+\] \S+ 0x[0-9a-f]+ (\S+)", text, re.M))
+        self.assertEqual(names(after), ["[vdso]", "ld-linux-x86-64.so.2", "libc.so.6", "libm.so.6",
+                                        "mappings_O0_pie"], out)
+        # The stop in checkpoint, called from main: symbols from the program.
+        util.expect(self, r"frame #0: 0x[0-9a-f]+ mappings_O0_pie`checkpoint", after)
+        self.assertEqual(names(before), ["[vdso]", "ld-linux-x86-64.so.2", "mappings_O0_pie"], out)
+        util.expect(self, r"frame #0: 0x[0-9a-f]+ ld-linux-x86-64\.so\.2`", before)
 
     def test_hostile_host_io_leaves_the_stub_serving(self):
         with util.Server(self.env, self.served) as server:

@@ -18,6 +18,9 @@ stops at the child's write, and the trace ends with the child's exit. With
 `--follow parent` (the default), the parent's trace never sees that write:
 at the print, `marker` is 0 and the child's status is 3.
 
+worker_signal.c (PIE): a worker thread and a SIGUSR1 handler running on its
+stack; lldb-19's `frame variable` and `bt` there equal gdb's.
+
 Run by ctest:
   /usr/bin/python3 test_recorded_threads_signals.py --backstep BIN --make-example BIN
                    --programs DIR
@@ -153,6 +156,48 @@ class Signals(Recorded):
             self.assertEqual(stops, [self.L["usr1-write"], self.L["alrm-write"]], out)
             util.expect(self, r"frame #1: .*<signal handler called>|frame #1: .*__restore_rt",
                         out)
+
+
+class WorkerSignal(Recorded, unittest.TestCase):
+    """A second thread's variables and backtrace, also in a signal handler
+    running on its stack: LLDB reads memory in aligned 512-byte blocks, and
+    the block under a thread stack's deepest write held bytes the trace
+    left unknown (the 8 MiB stack's zero fill), so LLDB failed where gdb,
+    reading just the variable, did not."""
+    NAME = "worker_signal"
+    VARIANT = "O0_pie"
+    EXPECT = "hits 2 total 2051"
+
+    def test_lldb_frame_variable_and_bt_in_a_thread_and_its_handler_equal_gdbs(self):
+        stops = ["worker-add", "handler-add"]
+        gdb_commands = ["handle SIGUSR1 nostop noprint"]
+        lldb_commands = ["process handle SIGUSR1 -s false -n false"]
+        for mark in stops:
+            gdb_commands += ["break %d" % self.L[mark]]
+            lldb_commands += ["breakpoint set -f worker_signal.c -l %d" % self.L[mark]]
+        for _ in stops:
+            gdb_commands += ["continue", "info args", "bt"]
+            lldb_commands += ["continue", "frame variable", "bt"]
+        with self.gdb(gdb_commands) as gdb_out, self.lldb(lldb_commands) as lldb_out:
+            # The arguments: worker(arg), then on_usr1(sig).
+            gdb_args = re.findall(r"^(arg|sig) = (0x[0-9a-f]+|\d+)$", gdb_out, re.M)
+            lldb_args = re.findall(r"^\((?:void \*|int)\) (arg|sig) = (0x[0-9a-f]+|\d+)$",
+                                   lldb_out, re.M)
+            self.assertEqual(gdb_args, [("arg", "0x8"), ("sig", "10")], gdb_out)
+            self.assertEqual([(n, int(v, 0)) for n, v in lldb_args],
+                             [(n, int(v, 0)) for n, v in gdb_args], lldb_out)
+            self.assertNotIn("read memory from", lldb_out)
+            # Both backtraces reach the worker frame (arg 8) and start_thread
+            # in both stops, through the signal frame in the handler.
+            gdb_workers = re.findall(r"^#\d+ .*worker \(arg=0x8\)", gdb_out, re.M)
+            lldb_workers = re.findall(r"frame #\d+: .*`worker\(arg=0x0+8\)", lldb_out)
+            self.assertEqual(len(gdb_workers), 2, gdb_out)
+            # The first stop's line and bt, the handler stop's bt.
+            self.assertEqual(len(lldb_workers), 3, lldb_out)
+            self.assertEqual(len(re.findall(r"frame #\d+: .*`start_thread", lldb_out)), 2,
+                             lldb_out)
+            util.expect(self, r"frame #1: .*`__restore_rt", lldb_out)
+            util.expect(self, r"^#1\s+<signal handler called>$", gdb_out)
 
 
 class ForkChild(Recorded, unittest.TestCase):

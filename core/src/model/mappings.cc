@@ -44,6 +44,7 @@ bool IsPermissions(std::string_view text) {
 // writes DESC = FILE for file mappings.
 void ParseMapNames(std::string_view rest, MappingChange* change) {
   if (rest.ends_with(kNotZeroFilled)) {
+    change->unfilled = true;
     rest.remove_suffix(kNotZeroFilled.size());
     if (rest.ends_with(' ')) rest.remove_suffix(1);
   }
@@ -127,7 +128,7 @@ void ApplyMappingChange(std::map<Address, Mapping>& maps, const MappingChange& c
     case MappingChange::Kind::kMap:
       maps.erase(first, last);
       maps.emplace(change.start, Mapping{change.start, change.size, change.permissions,
-                                         change.file_offset, change.name});
+                                         change.file_offset, change.name, change.unfilled});
       break;
     case MappingChange::Kind::kUnmap:
       maps.erase(first, last);
@@ -148,7 +149,7 @@ std::vector<Mapping> JoinedMappings(const std::map<Address, Mapping>& maps) {
       // segment), and a file mapping is never grown piece by piece.
       const bool file = !m.name.empty() && m.name[0] == '/';
       if (!file && last.end() == m.start && last.name == m.name &&
-          last.permissions == m.permissions) {
+          last.permissions == m.permissions && last.unfilled == m.unfilled) {
         last.size += m.size;
         continue;
       }

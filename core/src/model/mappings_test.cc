@@ -20,8 +20,8 @@ TEST(ParseMappingChanges, ReadsTheUsercornDecoderDescriptions) {
       "protect 0x8000+0x1000 --x; page fault");
   ASSERT_EQ(changes.size(), 5u);
   EXPECT_EQ(changes[0], (MappingChange{Kind::kMap, 0x7000, 0x2000, "r--", "/lib/a b.so", 0x1000}));
-  EXPECT_EQ(changes[1], (MappingChange{Kind::kMap, 0x9000, 0x200000, "rw-", "[heap]", 0}));
-  EXPECT_EQ(changes[2], (MappingChange{Kind::kMap, 0x1000, 0x1000, "rw-", "", 0}));
+  EXPECT_EQ(changes[1], (MappingChange{Kind::kMap, 0x9000, 0x200000, "rw-", "[heap]", 0, true}));
+  EXPECT_EQ(changes[2], (MappingChange{Kind::kMap, 0x1000, 0x1000, "rw-", "", 0, true}));
   EXPECT_EQ(changes[3], (MappingChange{Kind::kUnmap, 0x7000, 0x1000, "", "", 0}));
   EXPECT_EQ(changes[4], (MappingChange{Kind::kProtect, 0x8000, 0x1000, "--x", "", 0}));
 }

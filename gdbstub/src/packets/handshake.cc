@@ -1,5 +1,6 @@
 #include "packets/handshake.h"
 
+#include "packets/libraries_svr4.h"
 #include "protocol/hex.h"
 #include "session/session.h"
 
@@ -49,6 +50,7 @@ std::string QSupportedReply(Target& target, std::size_t packet_size) {
   if (!target.auxv().empty()) out += ";qXfer:auxv:read+";
   if (!target.exec_file().empty()) out += ";qXfer:exec-file:read+";
   out += ";qXfer:threads:read+;multiprocess+";
+  if (CanListLibrariesSvr4(target)) out += ";qXfer:libraries-svr4:read+";
   if (target.breakpoints() != nullptr) out += ";swbreak+;hwbreak+";
   out += ";vContSupported+";
   if (target.reverse_execution() != nullptr) out += ";ReverseStep+;ReverseContinue+";

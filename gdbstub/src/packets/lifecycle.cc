@@ -40,15 +40,33 @@ Reply HandleExtendedMode(Session& session, std::string_view) {
   return Reply::Ok();
 }
 
-Reply HandleRun(Session& session, std::string_view) {
-  // Whatever program and arguments gdb names, the run is the recorded one.
-  if (core::Status status = session.target().Restart(); !status.ok()) {
-    return Reply::FromStatus(status);
-  }
+namespace {
+
+// Back to the first position, as a fresh run would be.
+core::Status RestartSession(Session& session) {
+  BACKSTEP_RETURN_IF_ERROR(session.target().Restart());
   session.state().last_stop = DoneStep{};
   session.state().selected_frame.reset();
+  return core::Status::Ok();
+}
+
+}  // namespace
+
+Reply HandleRun(Session& session, std::string_view) {
+  // Whatever program and arguments gdb names, the run is the recorded one.
+  if (core::Status status = RestartSession(session); !status.ok()) {
+    return Reply::FromStatus(status);
+  }
   return Reply::Packet(
       FormatStopReply(session.state().last_stop, session.target(), session.stop_reply_options()));
+}
+
+Reply HandleRestart(Session& session, std::string_view) {
+  if (!session.state().negotiated.extended) return Reply::Empty();
+  // `R` has no reply, not even an error: a failed restart leaves the
+  // position where it was, which the client's next `?` shows.
+  (void)RestartSession(session);
+  return Reply::None();
 }
 
 }  // namespace backstep::gdbstub

@@ -7,6 +7,8 @@
 //   !                  OK  extended mode (gdb's `target extended-remote`)
 //   vRun;<file>[;args] a stop reply at the first position (Target::Restart);
 //                      the program and arguments are the recording's
+//   R<xx>              extended mode: restart as vRun, with no reply (the
+//                      client asks `?` next); otherwise "" (unsupported)
 // Nothing is killed: the recording stays as it is for the next client.
 #pragma once
 
@@ -33,5 +35,6 @@ Reply HandleVKill(Session& session, std::string_view args);
 Reply HandleKill(Session& session, std::string_view args);
 Reply HandleExtendedMode(Session& session, std::string_view args);
 Reply HandleRun(Session& session, std::string_view args);
+Reply HandleRestart(Session& session, std::string_view args);
 
 }  // namespace backstep::gdbstub

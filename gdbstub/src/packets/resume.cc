@@ -1,5 +1,6 @@
 #include "packets/resume.h"
 
+#include "packets/libraries_svr4.h"
 #include "protocol/hex.h"
 #include "session/session.h"
 
@@ -36,7 +37,9 @@ Reply Resume(Session& session, Direction direction, ResumeKind kind,
   if (std::holds_alternative<Interrupted>(*stop)) session.NoteInterruptAnswered();
   session.state().last_stop = *stop;
   session.state().general_thread.reset();  // gdb: the stopping thread is now Hg
-  return Reply::Packet(FormatStopReply(*stop, target, session.stop_reply_options()));
+  StopReplyOptions options = session.stop_reply_options();
+  options.libraries_changed = NoteLibrariesForStop(session);
+  return Reply::Packet(FormatStopReply(*stop, target, options));
 }
 
 // c/s/bc/bs use the Hc thread.

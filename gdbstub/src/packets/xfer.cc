@@ -5,8 +5,6 @@
 #include "session/session.h"
 
 namespace backstep::gdbstub {
-namespace {
-
 void AppendXmlEscaped(std::string& out, std::string_view text) {
   for (char c : text) {
     switch (c) {
@@ -27,6 +25,8 @@ void AppendXmlEscaped(std::string& out, std::string_view text) {
     }
   }
 }
+
+namespace {
 
 Reply ReadDocument(Session& session, std::string_view args,
                    std::optional<std::string_view> (*lookup)(Session&, std::string_view)) {

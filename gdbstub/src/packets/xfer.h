@@ -37,6 +37,9 @@ std::optional<XferReadRequest> ParseXferRead(std::string_view args);
 std::string XferChunk(std::string_view document, std::uint64_t offset, std::uint64_t length,
                       std::size_t max_payload);
 
+// `text` with &, <, > and " as XML entities (attribute values).
+void AppendXmlEscaped(std::string& out, std::string_view text);
+
 // The qXfer:threads document for the current position.
 std::string ThreadsXml(Session& session);
 

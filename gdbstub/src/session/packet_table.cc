@@ -7,6 +7,7 @@
 #include "packets/handshake.h"
 #include "packets/host.h"
 #include "packets/host_io.h"
+#include "packets/libraries_svr4.h"
 #include "packets/lifecycle.h"
 #include "packets/memory.h"
 #include "packets/memory_region.h"
@@ -47,6 +48,7 @@ constexpr auto kRoutes = std::to_array<Route>({
     {"k", kExact, C::kNone, HandleKill},
     {"!", kExact, C::kNone, HandleExtendedMode},
     {"vRun;", kPrefix, C::kNone, HandleRun},
+    {"R", kPrefix, C::kNone, HandleRestart},
     // Host I/O: the recorded process's files (host_io.h).
     {"vFile:setfs:", kPrefix, C::kHostFiles, HandleFileSetFs},
     {"vFile:open:", kPrefix, C::kHostFiles, HandleFileOpen},
@@ -60,6 +62,7 @@ constexpr auto kRoutes = std::to_array<Route>({
     {"qXfer:features:read:", kPrefix, C::kNone, HandleXferFeatures},
     {"qXfer:auxv:read:", kPrefix, C::kAuxv, HandleXferAuxv},
     {"qXfer:exec-file:read:", kPrefix, C::kExecFile, HandleXferExecFile},
+    {"qXfer:libraries-svr4:read:", kPrefix, C::kAuxv, HandleXferLibrariesSvr4},
     {"qXfer:threads:read:", kPrefix, C::kNone, HandleXferThreads},
     {"qXfer:traceframe-info:read:", kPrefix, C::kTraceFrames, HandleXferTraceframeInfo},
     {"qXfer:siginfo:read:", kPrefix, C::kSignals, HandleXferSiginfo},

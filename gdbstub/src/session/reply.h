@@ -8,6 +8,7 @@
 //   Error, error strings off   "E<code>"               `$E01#a6`
 //   Error, QEnableErrorStrings "E<code>;<hex message>" (LLDB's format)
 //   Packet                     the payload as is
+//   None                       nothing (the packet has no reply: `R`)
 //
 // `console` holds text sent before the reply as `O<hex>` packets (qRcmd).
 //
@@ -35,6 +36,7 @@ enum class ErrorCode : std::uint8_t {
 class Reply {
  public:
   struct Unsupported {};
+  struct NoReply {};
   struct Error {
     ErrorCode code;
     std::string message;  // for QEnableErrorStrings and logs
@@ -43,6 +45,7 @@ class Reply {
   static Reply Packet(std::string payload) { return Reply(std::move(payload)); }
   static Reply Ok() { return Reply(std::string("OK")); }
   static Reply Empty() { return Reply(Unsupported{}); }
+  static Reply None() { return Reply(NoReply{}); }
   static Reply Fail(std::string_view message) {
     return Reply(Error{ErrorCode::kFailed, std::string(message)});
   }
@@ -59,15 +62,16 @@ class Reply {
     return *this;
   }
 
-  const std::variant<std::string, Unsupported, Error>& body() const { return body_; }
+  const std::variant<std::string, Unsupported, Error, NoReply>& body() const { return body_; }
   const std::string& console() const { return console_; }
   // The payload of a Packet reply; nullptr for Empty and Error.
   const std::string* payload() const { return std::get_if<std::string>(&body_); }
 
  private:
-  explicit Reply(std::variant<std::string, Unsupported, Error> body) : body_(std::move(body)) {}
+  explicit Reply(std::variant<std::string, Unsupported, Error, NoReply> body)
+      : body_(std::move(body)) {}
 
-  std::variant<std::string, Unsupported, Error> body_;
+  std::variant<std::string, Unsupported, Error, NoReply> body_;
   std::string console_;
 };
 

@@ -117,8 +117,8 @@ void Session::Send(const Reply& reply, std::vector<std::string>& out) {
       AppendHexBytes(text, error->message);
     }
     SendPacket(text, out);
-  } else {
-    SendPacket("", out);  // unsupported
+  } else if (std::holds_alternative<Reply::Unsupported>(reply.body())) {
+    SendPacket("", out);
   }
 }
 

@@ -80,6 +80,7 @@ struct SessionState {
   std::vector<core::ThreadId> thread_list_rest;   // qsThreadInfo continuation
   std::size_t tracepoint_upload_next = 0;         // qTsP continuation
   std::size_t variable_upload_next = 0;           // qTsV continuation
+  std::optional<std::string> reported_libraries;  // libraries-svr4 as LLDB last got it
 };
 
 class Session {

@@ -173,6 +173,7 @@ std::string FormatStopReply(const StopReason& reason, Target& target,
     out += ';';
   }
   out += ReasonKey(reason, options);
+  if (options.libraries_changed) out += "library:;";
   if (options.list_threads) {
     AppendThreadList(out, target, options);
     if (auto description = SharedDescription(reason)) {

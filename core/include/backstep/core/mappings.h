@@ -40,6 +40,9 @@ struct Mapping {
   std::string permissions;  // "r-x"; "" when the format does not say
   std::uint64_t file_offset = 0;
   std::string name;  // a path, "[heap]", "[stack]", or ""
+  // Mapped during the run without its zero fill in the trace (" (not
+  // zero-filled)"): its bytes that no event wrote since are zero.
+  bool unfilled = false;
   Address end() const { return start + size; }
   bool operator==(const Mapping&) const = default;
 };
@@ -52,6 +55,7 @@ struct MappingChange {
   std::string permissions;        // kMap, kProtect
   std::string name;               // kMap: the file, else the description
   std::uint64_t file_offset = 0;  // kMap of a file
+  bool unfilled = false;          // kMap " (not zero-filled)"
   bool operator==(const MappingChange&) const = default;
 };
 
@@ -65,7 +69,7 @@ std::vector<MappingChange> ParseMappingChanges(std::string_view description);
 void ApplyMappingChange(std::map<Address, Mapping>& maps, const MappingChange& change);
 
 // The mappings of `maps` in order, adjacent anonymous pieces with the same
-// name and permissions joined as the kernel shows them (a heap grown by brk
+// name, permissions and fill joined as the kernel shows them (a heap grown by brk
 // is one [heap]); pieces of file mappings stay apart, as the kernel keeps
 // them once re-protected.
 std::vector<Mapping> JoinedMappings(const std::map<Address, Mapping>& maps);

@@ -105,11 +105,12 @@ using StopReason =
 
 // What was negotiated with the client, as far as stop replies care.
 struct StopReplyOptions {
-  bool multiprocess = false;  // thread ids as p<pid>.<tid>
-  bool swbreak = false;       // both sides sent swbreak+: `swbreak:` allowed
-  bool hwbreak = false;       // both sides sent hwbreak+: `hwbreak:` allowed
-  bool list_threads = false;  // QListThreadsInStopReply accepted: threads:, thread-pcs:
-  bool host_signals = false;  // the client numbers signals as the host does (LLDB)
+  bool multiprocess = false;       // thread ids as p<pid>.<tid>
+  bool swbreak = false;            // both sides sent swbreak+: `swbreak:` allowed
+  bool hwbreak = false;            // both sides sent hwbreak+: `hwbreak:` allowed
+  bool list_threads = false;       // QListThreadsInStopReply accepted: threads:, thread-pcs:
+  bool host_signals = false;       // the client numbers signals as the host does (LLDB)
+  bool libraries_changed = false;  // `library:` (LLDB re-reads qXfer:libraries-svr4)
 };
 
 // The stop reply for `reason` at the target's current position:
