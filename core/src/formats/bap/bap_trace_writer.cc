@@ -110,7 +110,7 @@ Status BapTraceWriter::Begin(
           if (image_bytes > kMaxInitialBytes) {
             return Status::Unsupported(path_ + ": the initial memory image holds more than " +
                                        std::to_string(kMaxInitialBytes >> 20) +
-                                       " MiB of known bytes; a BAP key frame of that size is "
+                                       " MiB of known bytes; a BAP frame carrying that much is "
                                        "not supported");
           }
           runs.emplace_back(piece.begin() + i, piece.begin() + j);
@@ -119,7 +119,6 @@ Status BapTraceWriter::Begin(
         }
       }
     }
-    for (std::size_t i = 0; i < runs.size(); ++i) memory[i].data = runs[i];
   }
   if (in_memory_) {
     writer_ = BapWriter::CreateMemory(options_);
@@ -141,24 +140,23 @@ Status BapTraceWriter::Begin(
   meta.set_host("");
   meta.set_time(0);
   BACKSTEP_RETURN_IF_ERROR(writer_->Begin(arch_->bap_arch(), arch_->bap_machine(), meta));
-  // Key frames for initial state beyond the pc (which std_frames carry).
-  bool first = true;
+  // The initial state beyond each thread's pc rides in the pre-list of the
+  // thread's first std_frame (values before it): BapReader takes a thread's
+  // initial registers from there, and bap-frames (lib/frame_events.ml)
+  // turns key frames into no event at all, so a key frame would only shift
+  // every position by one. The image goes with the trace's first
+  // instruction as memory operands (reads: known back to position 0).
   for (const auto& [thread, regs] : initial_registers) {
-    std::vector<RegisterId> ids;
+    std::vector<RegisterId>& ids = initial_[thread];
     for (RegisterId id = 0; id < arch_->arch().register_count(); ++id) {
       if (id != arch_->arch().pc() && !arch_->WriteName(id).empty() && regs.known(id)) {
         ids.push_back(id);
       }
     }
-    if (ids.empty() && (!first || memory.empty())) continue;
-    BACKSTEP_RETURN_IF_ERROR(AppendKeyFrame(
-        thread, ids, regs,
-        first ? std::span<const MemoryAccess>(memory) : std::span<const MemoryAccess>()));
-    first = false;
   }
-  if (first && !memory.empty()) {
-    return Status::Unsupported(path_ + ": an initial memory image without a thread");
-  }
+  image_runs_ = std::move(runs);
+  image_ = std::move(memory);
+  for (std::size_t i = 0; i < image_runs_.size(); ++i) image_[i].data = image_runs_[i];
   return Status::Ok();
 }
 
@@ -211,6 +209,29 @@ Status BapTraceWriter::Append(const Event& event) {
     }
   }
   std::erase_if(touched, [&](RegisterId id) { return !regs.known(id); });
+  const auto initial = initial_.find(event.thread);
+  if (event.kind != EventKind::kInstruction) {
+    // The thread's initial registers wait for its first instruction's
+    // pre-list, the image for the trace's first: this event must not change
+    // them in between.
+    if (initial != initial_.end()) {
+      for (RegisterId id : initial->second) {
+        if (!regs.known(id) || !std::ranges::equal(regs.bytes(id), before.bytes(id))) {
+          return Status::Unsupported(
+              where + ": it changes " + std::string(arch_->arch().info(id).name) + " of thread " +
+              std::to_string(event.thread.value) +
+              " before the thread's first instruction, whose pre-list holds its initial value "
+              "(BAP frames have no other place for it)");
+        }
+      }
+    }
+    if (!image_.empty() && !event.writes.empty()) {
+      return Status::Unsupported(where +
+                                 ": it writes memory before the first instruction, "
+                                 "whose pre-list holds the initial memory image (BAP "
+                                 "frames have no other place for it)");
+    }
+  }
   const std::uint64_t thread_id = event.thread.value - 1;
   const Address address = before.known(pc) ? before.u64(pc) : 0;
   if (event.kind != EventKind::kInstruction) {
@@ -251,9 +272,22 @@ Status BapTraceWriter::Append(const Event& event) {
     }
     AddMemory(pre, r, false);
   }
+  for (const MemoryAccess& m : image_) AddMemory(pre, m, false);
+  image_.clear();
+  image_runs_.clear();
+  std::vector<RegisterId> in_pre;
   for (RegisterId id : touched) {
     const bool same = before.known(id) && std::ranges::equal(before.bytes(id), regs.bytes(id));
     AddRegister(same ? pre : post, id, regs, !same);
+    if (same) in_pre.push_back(id);
+  }
+  if (initial != initial_.end()) {
+    for (RegisterId id : initial->second) {
+      if (std::find(in_pre.begin(), in_pre.end(), id) == in_pre.end()) {
+        AddRegister(pre, id, before, false);
+      }
+    }
+    initial_.erase(initial);
   }
   for (const MemoryAccess& w : event.writes) AddMemory(post, w, true);
   return writer_->AppendFrame(frame_);
@@ -261,6 +295,13 @@ Status BapTraceWriter::Append(const Event& event) {
 
 Status BapTraceWriter::Finish() {
   if (!writer_) return Status::InvalidArgument(path_ + ": Finish() before Begin()");
+  const bool registers_left = std::any_of(initial_.begin(), initial_.end(),
+                                          [](const auto& entry) { return !entry.second.empty(); });
+  if (registers_left || !image_.empty()) {
+    return Status::Unsupported(path_ +
+                               ": the initial state goes in the pre-list of an instruction, and "
+                               "the source has no instruction to carry it");
+  }
   return writer_->Finish();
 }
 

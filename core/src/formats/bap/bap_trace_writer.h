@@ -5,10 +5,15 @@
 //   * Version 3, frame_architecture i386 with machine x86_64 (64) for the
 //     x86-64 table, machine i386 (1) for the i386 table; a meta frame
 //     naming backstep as the tracer.
-//   * The initial state, only where it holds more than each thread's pc:
-//     one key_frame per thread with its known registers, the first also
-//     with the known bytes of the header's regions (at most
-//     kMaxInitialBytes). These add events at the start.
+//   * The initial state, without adding events (positions stay aligned):
+//     each thread's known registers beyond its pc go in the pre-list of its
+//     first std_frame (BapReader's initial registers; values before), and
+//     the known bytes of the header's regions (at most kMaxInitialBytes) in
+//     the pre-list of the trace's first std_frame, as memory operands
+//     (reads, known back to position 0). bap-frames makes no event of a
+//     key_frame, so a key frame cannot carry an initial state. A thread
+//     with such a state whose first event is not an instruction is
+//     Unsupported.
 //   * Instructions: one std_frame (address = the thread's pc before it,
 //     thread_id = ThreadId - 1). rawbytes = the event's read at the pc, if
 //     any; other reads become pre-list memory operands, writes post-list
@@ -73,6 +78,11 @@ class BapTraceWriter final : public TraceWriter {
   const BapArch* arch_ = nullptr;
   std::unique_ptr<BapWriter> writer_;
   std::map<ThreadId, RegisterFile> state_;
+  // Initial registers still to write, per thread (its first std_frame's
+  // pre-list), and the initial image (the trace's first std_frame's).
+  std::map<ThreadId, std::vector<RegisterId>> initial_;
+  std::vector<std::vector<std::uint8_t>> image_runs_;
+  std::vector<MemoryAccess> image_;
   std::uint64_t events_ = 0;
   bap_proto::frame frame_;
 };
