@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <set>
 
 #include "backstep/core/trace_writer.h"
 #include "backstep/testing/fake_trace.h"
@@ -137,6 +136,54 @@ TEST(BapRoundTripTest, InitialStateChangedBeforeTheFirstInstruction) {
             "whose pre-list holds its initial value (BAP frames have no other place for it)");
 }
 
+TEST(BapRoundTripTest, StateAfterTheLastFrameIsKept) {
+  // BapReader knows after a thread's last frame only what the frame lists:
+  // the writer lists every register the thread knows at the end in the last
+  // frame's post-list (the pc after it included), so the final state is the
+  // source's (it used to lose everything but the event's own registers).
+  TraceHeader h;
+  h.arch = &X86_64();
+  const RegisterId rip = X86_64().pc(), rax = *X86_64().Find("rax"), rbx = *X86_64().Find("rbx");
+  RegisterFile regs(X86_64());
+  regs.SetU64(rip, 0x401000);
+  regs.SetU64(rax, 1);
+  regs.SetU64(rbx, 2);
+  auto w = BapTraceWriter::InMemory();
+  ASSERT_TRUE(w->Begin(h, {{ThreadId(1), regs}}, {}).ok());
+  Event e;
+  e.thread = ThreadId(1);
+  RegisterWrite write;
+  write.reg = rax;
+  write.value[0] = 3;
+  e.registers.push_back(write);
+  write.reg = rip;
+  write.value[0] = 0x03;
+  write.value[1] = 0x10;
+  write.value[2] = 0x40;
+  e.registers.push_back(write);
+  ASSERT_TRUE(w->Append(e).ok());
+  e.thread = ThreadId(2);  // a thread that does not exist at position 0
+  const Status s = w->Append(e);
+  EXPECT_EQ(s.message(),
+            "<memory>: event 1: thread 2 starts here, after position 0, and a BAP reader gives "
+            "every thread its first pc from position 0");
+  ASSERT_TRUE(w->Finish().ok());
+
+  auto reader = bap_test::OpenBytes(w->bytes());
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  RegisterFile state = (*reader)->InitialRegisters().at(0).second;
+  EXPECT_EQ(state, regs);
+  Event back;
+  ASSERT_TRUE(*(*reader)->Next(&back));
+  if (back.flags & kEventClearsRegisters) state.Clear();
+  for (const RegisterWrite& r : back.registers) state.Apply(r);
+  EXPECT_FALSE(*(*reader)->Next(&back));
+  RegisterFile want = regs;
+  want.SetU64(rax, 3);
+  want.SetU64(rip, 0x401003);
+  EXPECT_EQ(state, want);
+}
+
 // A generated trace: 3 threads, recorded reads, partial registers and
 // image, syscalls/markers with effects, register operations.
 testing::FakeTrace Generated(std::uint64_t seed) {
@@ -151,14 +198,9 @@ testing::FakeTrace Generated(std::uint64_t seed) {
 }
 
 TEST(BapRoundTripTest, GeneratedTraceKeepsWhatItKnows) {
-  testing::FakeTrace fake = Generated(21);
-  // A thread's initial registers ride in its first instruction's pre-list:
-  // make each thread start with an instruction (a system call changing them
-  // first is refused, see InitialStateChangedBeforeTheFirstInstruction).
-  std::set<ThreadId> started;
-  for (testing::FakeEvent& e : fake.events) {
-    if (started.insert(e.thread).second) e.kind = EventKind::kInstruction;
-  }
+  // Threads start at position 0 with an instruction (BapConvertible): the
+  // rest is refused (InitialStateChangedBeforeTheFirstInstruction).
+  const testing::FakeTrace fake = bap_test::BapConvertible(Generated(21));
   auto source = testing::OpenFakeTrace(testing::FakeTraceSource(fake));
   ASSERT_TRUE(source.ok());
   auto bytes = Convert(**source);

@@ -87,6 +87,7 @@ Status BapTraceWriter::Begin(
   for (const auto& [thread, regs] : initial_registers) {
     BACKSTEP_RETURN_IF_ERROR(CheckThread(thread, path_));
     State(thread) = regs;
+    known_threads_.insert(thread);
   }
   // The initial image: known bytes of the header's regions, in runs.
   std::vector<std::vector<std::uint8_t>> runs;
@@ -182,7 +183,7 @@ Status BapTraceWriter::AppendKeyFrame(ThreadId thread, const std::vector<Registe
     v->set_bit_length(static_cast<std::int32_t>(8 * m.data.size()));
     v->set_value(std::string(m.data.begin(), m.data.end()));
   }
-  return writer_->AppendFrame(frame_);
+  return Emit(thread);
 }
 
 Status BapTraceWriter::Append(const Event& event) {
@@ -197,8 +198,20 @@ Status BapTraceWriter::Append(const Event& event) {
   if (event.flags != 0 && !last_instruction) {
     return Status::Unsupported(where + ": BAP frames cannot express an event that clears state");
   }
+  if (!known_threads_.contains(event.thread)) {
+    return Status::Unsupported(where + ": thread " + std::to_string(event.thread.value) +
+                               " starts here, after position 0, and a BAP reader gives every "
+                               "thread its first pc from position 0");
+  }
+  // The thread's state after the held std_frame, before a later event
+  // changes it (Finish() lists it in that frame's post-list).
+  if (held_ && !held_state_ && event.kind != EventKind::kInstruction) {
+    held_state_ = State(held_thread_);
+  }
   RegisterFile& regs = State(event.thread);
   const RegisterFile before = regs;
+  // What the thread's last frame lists is all BapReader knows after it.
+  if (last_instruction) regs.Clear();
   const RegisterId pc = arch_->arch().pc();
   std::vector<RegisterId> touched;
   for (const RegisterWrite& w : event.registers) {
@@ -245,14 +258,14 @@ Status BapTraceWriter::Append(const Event& event) {
       f->set_thread_id(thread_id);
       f->set_number(NumberAfter(event.description, "syscall "));
       f->mutable_argument_list();
-      return writer_->AppendFrame(frame_);
+      return Emit(event.thread);
     }
     if (event.kind == EventKind::kException || event.kind == EventKind::kInterrupt) {
       bap_proto::exception_frame* f = frame_.mutable_exception_frame();
       f->set_exception_number(NumberAfter(event.description, "exception "));
       f->set_thread_id(thread_id);
       if (before.known(pc)) f->set_from_addr(address);
-      return writer_->AppendFrame(frame_);
+      return Emit(event.thread);
     }
     return AppendKeyFrame(event.thread, {}, regs, {});
   }
@@ -276,10 +289,11 @@ Status BapTraceWriter::Append(const Event& event) {
   image_.clear();
   image_runs_.clear();
   std::vector<RegisterId> in_pre;
+  held_post_.clear();
   for (RegisterId id : touched) {
     const bool same = before.known(id) && std::ranges::equal(before.bytes(id), regs.bytes(id));
     AddRegister(same ? pre : post, id, regs, !same);
-    if (same) in_pre.push_back(id);
+    (same ? in_pre : held_post_).push_back(id);
   }
   if (initial != initial_.end()) {
     for (RegisterId id : initial->second) {
@@ -290,11 +304,53 @@ Status BapTraceWriter::Append(const Event& event) {
     initial_.erase(initial);
   }
   for (const MemoryAccess& w : event.writes) AddMemory(post, w, true);
-  return writer_->AppendFrame(frame_);
+  return Emit(event.thread);
+}
+
+Status BapTraceWriter::Emit(ThreadId thread) {
+  if (!frame_.has_std_frame()) {
+    // After the held std_frame: kept until it is known not to be the last.
+    if (held_) {
+      tail_.push_back(frame_);
+      return Status::Ok();
+    }
+    return writer_->AppendFrame(frame_);
+  }
+  BACKSTEP_RETURN_IF_ERROR(WriteHeld());
+  held_frame_.Swap(&frame_);
+  held_ = true;
+  held_thread_ = thread;
+  held_state_.reset();
+  return Status::Ok();
+}
+
+Status BapTraceWriter::WriteHeld() {
+  if (held_) BACKSTEP_RETURN_IF_ERROR(writer_->AppendFrame(held_frame_));
+  for (const bap_proto::frame& f : tail_) BACKSTEP_RETURN_IF_ERROR(writer_->AppendFrame(f));
+  held_ = false;
+  tail_.clear();
+  return Status::Ok();
 }
 
 Status BapTraceWriter::Finish() {
   if (!writer_) return Status::InvalidArgument(path_ + ": Finish() before Begin()");
+  if (held_) {
+    // The last std_frame is its thread's last: BapReader knows only what it
+    // lists after it, so its post-list gets every register the thread knew
+    // after it (the pc included: the TCG plugin's way). The frames after it
+    // (syscalls, markers, key frames) then apply their own changes.
+    const RegisterFile& regs = held_state_ ? *held_state_ : State(held_thread_);
+    bap_proto::operand_value_list* post =
+        held_frame_.mutable_std_frame()->mutable_operand_post_list();
+    for (RegisterId id = 0; id < arch_->arch().register_count(); ++id) {
+      if (arch_->WriteName(id).empty() || !regs.known(id) ||
+          std::find(held_post_.begin(), held_post_.end(), id) != held_post_.end()) {
+        continue;
+      }
+      AddRegister(post, id, regs, true);
+    }
+  }
+  BACKSTEP_RETURN_IF_ERROR(WriteHeld());
   const bool registers_left = std::any_of(initial_.begin(), initial_.end(),
                                           [](const auto& entry) { return !entry.second.empty(); });
   if (registers_left || !image_.empty()) {

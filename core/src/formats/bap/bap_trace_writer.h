@@ -26,8 +26,13 @@
 //     "exception N"), key_frame without values (markers). With effects: a
 //     key_frame of the registers and memory they set (the kind is then not
 //     kept; reads are dropped).
+//   * The trace's last std_frame (and the frames after it) is held back
+//     until Finish(), which adds every register its thread knew after it
+//     to its post-list (pc included): BapReader knows after a thread's last
+//     frame only what the frame lists.
 // Unsupported: architectures other than x86-64 and i386, physical-memory traces, events that
-// clear state, thread 0; registers BAP cannot name (st0..st7 are derived)
+// clear state, thread 0, a thread that does not exist at position 0 (BapReader gives every
+// thread its first pc from position 0); registers BAP cannot name (st0..st7 are derived)
 // and results of operations on unknown registers are dropped.
 //
 // Thread-safety: one thread at a time.
@@ -35,6 +40,8 @@
 
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "backstep/core/trace_writer.h"
@@ -69,6 +76,10 @@ class BapTraceWriter final : public TraceWriter {
   static void AddMemory(bap_proto::operand_value_list* list, const MemoryAccess& m, bool written);
   // A key frame of `thread` setting `registers` (their values in `regs`)
   // and `memory`.
+  // Writes frame_ of `thread`, or holds it back: see held_frame_.
+  Status Emit(ThreadId thread);
+  // Writes the held frames.
+  Status WriteHeld();
   Status AppendKeyFrame(ThreadId thread, const std::vector<RegisterId>& registers,
                         const RegisterFile& regs, std::span<const MemoryAccess> memory);
 
@@ -80,11 +91,23 @@ class BapTraceWriter final : public TraceWriter {
   std::map<ThreadId, RegisterFile> state_;
   // Initial registers still to write, per thread (its first std_frame's
   // pre-list), and the initial image (the trace's first std_frame's).
+  std::set<ThreadId> known_threads_;  // the threads of position 0
   std::map<ThreadId, std::vector<RegisterId>> initial_;
   std::vector<std::vector<std::uint8_t>> image_runs_;
   std::vector<MemoryAccess> image_;
   std::uint64_t events_ = 0;
   bap_proto::frame frame_;
+  // The last std_frame and the frames after it, written when the next
+  // std_frame comes or by Finish(), which completes the held frame's
+  // post-list with held_state_ (its thread's registers after it; the
+  // thread's current ones while no other event came). held_post_: the
+  // registers already in that post-list.
+  bap_proto::frame held_frame_;
+  bool held_ = false;
+  ThreadId held_thread_;
+  std::optional<RegisterFile> held_state_;
+  std::vector<bap_proto::frame> tail_;
+  std::vector<RegisterId> held_post_;
 };
 
 }  // namespace backstep::core
