@@ -2,12 +2,11 @@
 
 #include <algorithm>
 
+#include "formats/initial_image.h"
 #include "util/hex.h"
 
 namespace backstep::core {
 namespace {
-
-constexpr std::size_t kImagePiece = std::size_t{1} << 16;
 
 // Whether the R block's st0..st7 (derived: stored as fpr0..7 through
 // fstat's TOP, tfile_layout.h) can be written from `regs`: fstat and every
@@ -45,20 +44,11 @@ Status TfileTraceWriter::Begin(const TraceHeader& header,
       }
     }
   }
-  if (initial_memory) {
-    std::vector<std::uint8_t> piece(kImagePiece), known(kImagePiece);
-    for (const MemoryRegion& r : header.regions) {
-      for (std::uint64_t at = 0; at < r.size; at += kImagePiece) {
-        const std::size_t n =
-            static_cast<std::size_t>(std::min<std::uint64_t>(kImagePiece, r.size - at));
-        initial_memory(r.start + at, {piece.data(), n}, {known.data(), n});
-        if (std::any_of(known.begin(), known.begin() + n, [](std::uint8_t k) { return k; })) {
-          return Status::Unsupported(path_ +
-                                     ": a tfile holds no state before its first frame, "
-                                     "and the source knows memory at position 0");
-        }
-      }
-    }
+  if (const auto known = FirstKnownInitialByte(header, initial_memory)) {
+    return Status::Unsupported(path_ +
+                               ": a tfile holds no state before its first frame, and the "
+                               "source knows memory at position 0 (at " +
+                               HexU64(*known) + ")");
   }
   notes_ = "converted by backstep from a " + header.format + " trace";
   return Status::Ok();
