@@ -203,10 +203,12 @@ Status BapTraceWriter::Append(const Event& event) {
                                " starts here, after position 0, and a BAP reader gives every "
                                "thread its first pc from position 0");
   }
-  // The thread's state after the held std_frame, before a later event
-  // changes it (Finish() lists it in that frame's post-list).
-  if (held_ && !held_state_ && event.kind != EventKind::kInstruction) {
-    held_state_ = State(held_thread_);
+  // The thread's state after its latest std_frame, before a later event
+  // changes it (WriteOldest() may list it in that frame's post-list).
+  if (event.kind != EventKind::kInstruction) {
+    if (auto last = last_.find(event.thread); last != last_.end() && !last->second.after) {
+      last->second.after = State(event.thread);
+    }
   }
   RegisterFile& regs = State(event.thread);
   const RegisterFile before = regs;
@@ -289,12 +291,13 @@ Status BapTraceWriter::Append(const Event& event) {
   image_.clear();
   image_runs_.clear();
   std::vector<RegisterId> in_pre;
-  held_post_.clear();
+  std::vector<RegisterId> in_post;
   for (RegisterId id : touched) {
     const bool same = before.known(id) && std::ranges::equal(before.bytes(id), regs.bytes(id));
     AddRegister(same ? pre : post, id, regs, !same);
-    (same ? in_pre : held_post_).push_back(id);
+    (same ? in_pre : in_post).push_back(id);
   }
+  last_[event.thread] = {next_frame_, std::nullopt, std::move(in_post)};
   if (initial != initial_.end()) {
     for (RegisterId id : initial->second) {
       if (std::find(in_pre.begin(), in_pre.end(), id) == in_pre.end()) {
@@ -308,49 +311,39 @@ Status BapTraceWriter::Append(const Event& event) {
 }
 
 Status BapTraceWriter::Emit(ThreadId thread) {
-  if (!frame_.has_std_frame()) {
-    // After the held std_frame: kept until it is known not to be the last.
-    if (held_) {
-      tail_.push_back(frame_);
-      return Status::Ok();
-    }
-    return writer_->AppendFrame(frame_);
-  }
-  BACKSTEP_RETURN_IF_ERROR(WriteHeld());
-  held_frame_.Swap(&frame_);
-  held_ = true;
-  held_thread_ = thread;
-  held_state_.reset();
+  window_.push_back({std::move(frame_), thread, next_frame_++});
+  frame_.Clear();
+  while (window_.size() > kWindow) BACKSTEP_RETURN_IF_ERROR(WriteOldest());
   return Status::Ok();
 }
 
-Status BapTraceWriter::WriteHeld() {
-  if (held_) BACKSTEP_RETURN_IF_ERROR(writer_->AppendFrame(held_frame_));
-  for (const bap_proto::frame& f : tail_) BACKSTEP_RETURN_IF_ERROR(writer_->AppendFrame(f));
-  held_ = false;
-  tail_.clear();
-  return Status::Ok();
-}
-
-Status BapTraceWriter::Finish() {
-  if (!writer_) return Status::InvalidArgument(path_ + ": Finish() before Begin()");
-  if (held_) {
-    // The last std_frame is its thread's last: BapReader knows only what it
-    // lists after it, so its post-list gets every register the thread knew
-    // after it (the pc included: the TCG plugin's way). The frames after it
-    // (syscalls, markers, key frames) then apply their own changes.
-    const RegisterFile& regs = held_state_ ? *held_state_ : State(held_thread_);
-    bap_proto::operand_value_list* post =
-        held_frame_.mutable_std_frame()->mutable_operand_post_list();
+Status BapTraceWriter::WriteOldest() {
+  Windowed& w = window_.front();
+  const auto last = last_.find(w.thread);
+  if (w.frame.has_std_frame() && last != last_.end() && last->second.frame == w.number) {
+    // No later frame of its thread within the window: BapReader knows after
+    // it only what it lists, so its post-list gets every register the
+    // thread knew after it (the pc included: the TCG plugin's way).
+    const RegisterFile& regs = last->second.after ? *last->second.after : State(w.thread);
+    const std::vector<RegisterId>& listed = last->second.post;
+    bap_proto::operand_value_list* post = w.frame.mutable_std_frame()->mutable_operand_post_list();
     for (RegisterId id = 0; id < arch_->arch().register_count(); ++id) {
       if (arch_->WriteName(id).empty() || !regs.known(id) ||
-          std::find(held_post_.begin(), held_post_.end(), id) != held_post_.end()) {
+          std::find(listed.begin(), listed.end(), id) != listed.end()) {
         continue;
       }
       AddRegister(post, id, regs, true);
     }
+    last_.erase(last);
   }
-  BACKSTEP_RETURN_IF_ERROR(WriteHeld());
+  const Status s = writer_->AppendFrame(w.frame);
+  window_.pop_front();
+  return s;
+}
+
+Status BapTraceWriter::Finish() {
+  if (!writer_) return Status::InvalidArgument(path_ + ": Finish() before Begin()");
+  while (!window_.empty()) BACKSTEP_RETURN_IF_ERROR(WriteOldest());
   const bool registers_left = std::any_of(initial_.begin(), initial_.end(),
                                           [](const auto& entry) { return !entry.second.empty(); });
   if (registers_left || !image_.empty()) {

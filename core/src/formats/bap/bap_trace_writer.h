@@ -26,10 +26,9 @@
 //     "exception N"), key_frame without values (markers). With effects: a
 //     key_frame of the registers and memory they set (the kind is then not
 //     kept; reads are dropped).
-//   * The trace's last std_frame (and the frames after it) is held back
-//     until Finish(), which adds every register its thread knew after it
-//     to its post-list (pc included): BapReader knows after a thread's last
-//     frame only what the frame lists.
+//   * Each thread's last std_frame (the last BapReader's look-ahead finds)
+//     lists in its post-list every register its thread knew after it (pc
+//     included): BapReader knows after it only what the frame lists.
 // Unsupported: architectures other than x86-64 and i386, physical-memory traces, events that
 // clear state, thread 0, a thread that does not exist at position 0 (BapReader gives every
 // thread its first pc from position 0); registers BAP cannot name (st0..st7 are derived)
@@ -38,6 +37,7 @@
 // Thread-safety: one thread at a time.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -45,6 +45,7 @@
 #include <string>
 
 #include "backstep/core/trace_writer.h"
+#include "formats/bap/bap_format.h"
 #include "formats/bap/bap_registers.h"
 #include "formats/bap/bap_writer.h"
 
@@ -76,10 +77,10 @@ class BapTraceWriter final : public TraceWriter {
   static void AddMemory(bap_proto::operand_value_list* list, const MemoryAccess& m, bool written);
   // A key frame of `thread` setting `registers` (their values in `regs`)
   // and `memory`.
-  // Writes frame_ of `thread`, or holds it back: see held_frame_.
+  // Queues frame_ of `thread` (see window_).
   Status Emit(ThreadId thread);
-  // Writes the held frames.
-  Status WriteHeld();
+  // Writes the oldest queued frame, completed when it is its thread's last.
+  Status WriteOldest();
   Status AppendKeyFrame(ThreadId thread, const std::vector<RegisterId>& registers,
                         const RegisterFile& regs, std::span<const MemoryAccess> memory);
 
@@ -97,17 +98,28 @@ class BapTraceWriter final : public TraceWriter {
   std::vector<MemoryAccess> image_;
   std::uint64_t events_ = 0;
   bap_proto::frame frame_;
-  // The last std_frame and the frames after it, written when the next
-  // std_frame comes or by Finish(), which completes the held frame's
-  // post-list with held_state_ (its thread's registers after it; the
-  // thread's current ones while no other event came). held_post_: the
-  // registers already in that post-list.
-  bap_proto::frame held_frame_;
-  bool held_ = false;
-  ThreadId held_thread_;
-  std::optional<RegisterFile> held_state_;
-  std::vector<bap_proto::frame> tail_;
-  std::vector<RegisterId> held_post_;
+  // Frames are written kWindow frames late (fewer than BapReader's
+  // look-ahead): a std_frame leaving the window with no later frame of its
+  // thread is the last one the reader finds, and BapReader knows after it
+  // only what it lists, so WriteOldest() completes its post-list with every
+  // register its thread knew after it. Memory: kWindow frames.
+  static constexpr std::size_t kWindow = kBapLookahead - 64;
+  struct Windowed {
+    bap_proto::frame frame;
+    ThreadId thread;
+    std::uint64_t number;  // in the file
+  };
+  // Each thread's latest std_frame: its number, its thread's registers
+  // after it once another event of the thread changes them (else the
+  // thread's current ones), the registers already in its post-list.
+  struct LastFrame {
+    std::uint64_t frame = 0;
+    std::optional<RegisterFile> after;
+    std::vector<RegisterId> post;
+  };
+  std::deque<Windowed> window_;
+  std::map<ThreadId, LastFrame> last_;
+  std::uint64_t next_frame_ = 0;
 };
 
 }  // namespace backstep::core
