@@ -113,6 +113,17 @@ Status UsercornTraceWriter::Begin(
   }
   std::uint64_t pid = 0;
   if (!initial_registers.empty()) {
+    // usercorn's keyframe lists the tracked registers that are not zero: one
+    // left out reads back as 0, so an unknown one would be invented.
+    for (RegisterId id : arch_.tracked()) {
+      if (!initial_registers[0].second.known(id)) {
+        return Status::Unsupported(
+            path_ +
+            ": a usercorn keyframe gives every tracked register a value (0 when left "
+            "out), and the source does not know " +
+            std::string(arch_.arch().info(id).name) + " at position 0");
+      }
+    }
     BACKSTEP_RETURN_IF_ERROR(UseThread(initial_registers[0].first, path_));
     *regs_ = initial_registers[0].second;
     pid = thread_->value - 1;

@@ -15,7 +15,7 @@
 //     the initial image (unknown bytes written as 0, trailing and leading
 //     zeros trimmed and the data placed right, unless the trim quirk is
 //     asked for; regions over 4 GiB are mapped without data). A tracked
-//     register unknown at position 0 therefore reads back as 0.
+//     register unknown at position 0 would read back as 0: Unsupported.
 //   * A source that records reads is declared as one (a MEM_READ 0, 0 in
 //     the keyframe), so the converted trace records reads too.
 //   * Instruction events: MEM_READ (address and size only), MEM_WRITE, REG

@@ -92,7 +92,14 @@ TEST(UsercornTraceWriterTest, ConvertedFakeTraceReplaysToTheSameStates) {
     testing::FakeTraceOptions o;
     o.seed = seed;
     o.events = 3000;
-    const testing::FakeTrace fake = testing::GenerateFakeTrace(o);
+    testing::FakeTrace fake = testing::GenerateFakeTrace(o);
+    // usercorn's keyframe gives every tracked register a value: the source
+    // knows them (an unknown one is refused, WhatUsercornCannotExpress...).
+    for (auto& [tid, regs] : fake.initial_registers) {
+      for (RegisterId id : UsercornX86_64().tracked()) {
+        if (!regs.known(id)) regs.SetU64(id, 0);
+      }
+    }
     auto source = testing::OpenFakeTrace(testing::FakeTraceSource(fake));
     ASSERT_TRUE(source.ok());
     const std::string path = TempPath("convert_" + std::to_string(seed) + ".ucir");
@@ -254,6 +261,16 @@ TEST(UsercornTraceWriterTest, WhatUsercornCannotExpressIsUnsupported) {
   two.emplace_back(ThreadId(1), RegisterFile(X86_64()));
   two.emplace_back(ThreadId(2), RegisterFile(X86_64()));
   EXPECT_TRUE(UsercornTraceWriter(path).Begin(header, two, {}).IsUnsupported());
+
+  // A tracked register unknown at position 0 would read back as 0.
+  RegisterFile partial(X86_64());
+  partial.SetU64(X86_64().pc(), 0x1000);
+  const Status unknown = UsercornTraceWriter(path).Begin(header, {{ThreadId(1), partial}}, {});
+  EXPECT_TRUE(unknown.IsUnsupported());
+  EXPECT_NE(unknown.message().find(": a usercorn keyframe gives every tracked register a value (0 "
+                                   "when left out), and the source does not know "),
+            std::string::npos)
+      << unknown.ToString();
 
   UsercornTraceWriter ok(path);
   ASSERT_TRUE(ok.Begin(header, {}, {}).ok());
