@@ -1,6 +1,7 @@
 #include "formats/tfile/tfile_trace_writer.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "formats/initial_image.h"
 #include "util/hex.h"
@@ -51,7 +52,28 @@ Status TfileTraceWriter::Begin(const TraceHeader& header,
                                HexU64(*known) + ")");
   }
   notes_ = "converted by backstep from a " + header.format + " trace";
+  // A tfile source: its tracepoints and variables, so that each frame keeps
+  // its tracepoint (and the pc gdb guesses from it for a frame without an R
+  // block) and its variables.
+  if (header.tracepoints) {
+    std::string warning;
+    for (const std::string& line : header.tracepoints->tracepoints) {
+      BACKSTEP_RETURN_IF_ERROR(ParseTfileDefinitionLine("tp " + line, &source_, &warning));
+    }
+    for (const std::string& line : header.tracepoints->variables) {
+      BACKSTEP_RETURN_IF_ERROR(ParseTfileDefinitionLine("tsv " + line, &source_, &warning));
+    }
+  }
   return Status::Ok();
+}
+
+std::optional<Address> TfileTraceWriter::GuessedPc(std::uint32_t tpnum) const {
+  // gdb's tracefile_fetch_generic_registers (TfileReader does the same).
+  const std::vector<std::size_t> locations = source_.FindTracepoints(tpnum);
+  if (locations.size() != 1 || source_.tracepoints[locations[0]].step_count != 0) {
+    return std::nullopt;
+  }
+  return source_.tracepoints[locations[0]].address;
 }
 
 Status TfileTraceWriter::Open(std::uint32_t features, std::uint64_t block_size) {
@@ -62,6 +84,9 @@ Status TfileTraceWriter::Open(std::uint32_t features, std::uint64_t block_size) 
   BACKSTEP_ASSIGN_OR_RETURN(writer_, TfileWriter::Create(path_, options));
   // Tracepoint 1 at two addresses: with one location, gdb (and TfileReader)
   // would take its address for the pc of a frame without an R block.
+  if (!source_.tracepoints.empty()) {
+    return writer_->WriteDefinitions(source_.tsvs, source_.tracepoints);
+  }
   TfileTracepoint tp;
   tp.number = 1;
   tp.cmd_strings = {"collect $regs"};
@@ -140,17 +165,34 @@ Status TfileTraceWriter::Append(const Event& event) {
   for (RegisterId id = 0; id < X86_64().register_count(); ++id) {
     if (!X86_64().info(id).derived && regs_.known(id)) known.push_back(id);
   }
-  if (!known.empty() && !writer_) BACKSTEP_RETURN_IF_ERROR(ChooseLayout(where));
+  // The frame's tracepoint: the source's (TfileReader describes a frame as
+  // "tracepoint N, ..."), else tracepoint 1.
+  std::uint32_t tpnum = 1;
+  if (!source_.tracepoints.empty()) {
+    constexpr std::string_view kPrefix = "tracepoint ";
+    const std::string_view d = event.description;
+    if (d.starts_with(kPrefix)) {
+      std::from_chars(d.data() + kPrefix.size(), d.data() + d.size(), tpnum);
+    }
+  }
+  // Without an R block gdb knows only the pc it guesses from the frame's
+  // tracepoint (none for tracepoint 1 here, at two addresses).
+  const std::optional<Address> guessed =
+      source_.tracepoints.empty() ? std::nullopt : GuessedPc(tpnum);
+  const RegisterId pc = X86_64().pc();
+  const bool no_block =
+      known.empty() ? !guessed
+                    : guessed && known.size() == 1 && known[0] == pc && regs_.u64(pc) == *guessed;
+  if (!no_block && !writer_) BACKSTEP_RETURN_IF_ERROR(ChooseLayout(where));
   if (!writer_) BACKSTEP_RETURN_IF_ERROR(Open(kDefaultX86_64Features, 0));
-  if (!known.empty() && known != layout_known_) {
+  if (!no_block && known != layout_known_) {
     return Status::Unsupported(where +
                                ": its frame knows other registers than the first one's, "
                                "and a tfile has one R block layout");
   }
-  writer_->BeginFrame(1);
-  // Without an R block gdb guesses only the pc, from the frame's
-  // tracepoint (address 0 here): every register stays unavailable.
-  if (!known.empty()) writer_->AddRegisters(regs_);
+  writer_->BeginFrame(static_cast<int>(tpnum));
+  if (!no_block) writer_->AddRegisters(regs_);
+  for (const TraceVariableValue& v : event.variables) writer_->AddTsvValue(v.number, v.value);
   // Last write first: the reader's first block wins where writes overlap.
   for (auto w = event.writes.rbegin(); w != event.writes.rend(); ++w) {
     writer_->AddMemory(w->address, w->data);

@@ -18,20 +18,25 @@
 //     frame with registers: the known registers' features, the R size
 //     ending after the last known one;
 //   * registers outside gdb's set (cr3, MSRs...); non-x86-64 traces.
-// Every event becomes one frame of tracepoint 1 (two locations, 0 and 1, so
-// that no pc is guessed for a frame without an R block), with an R block
-// when the frame knows registers and M blocks of the event's writes (listed
-// last write first: TfileReader's first block wins). Trace state variables
-// are not written.
+// Every event becomes one frame, with an R block when the frame knows
+// registers and M blocks of the event's writes (listed last write first:
+// TfileReader's first block wins). A tfile source (header.tracepoints) keeps
+// its definitions, each frame its tracepoint (from TfileReader's description
+// "tracepoint N, ...") and trace state variables, and a frame that knows
+// only the pc gdb guesses from its tracepoint gets no R block, as in the
+// source. Other sources' frames are of tracepoint 1 (two locations, 0 and 1,
+// so that no pc is guessed for a frame without an R block).
 //
 // Thread-safety: one thread at a time.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backstep/core/trace_writer.h"
+#include "formats/tfile/tfile_definitions.h"
 #include "formats/tfile/tfile_writer.h"
 
 namespace backstep::core {
@@ -47,6 +52,9 @@ class TfileTraceWriter final : public TraceWriter {
   Status Finish() override;
 
  private:
+  // The pc gdb guesses for a frame of tracepoint `tpnum` without an R block
+  // (the source's definitions).
+  std::optional<Address> GuessedPc(std::uint32_t tpnum) const;
   // Creates the file and writes the definitions, with that layout.
   Status Open(std::uint32_t features, std::uint64_t block_size);
   // The layout for the known registers of regs_ (see above), then Open().
@@ -54,6 +62,7 @@ class TfileTraceWriter final : public TraceWriter {
 
   std::string path_;
   std::string notes_;
+  TfileDefinitions source_;  // a tfile source's tracepoints and variables
   std::unique_ptr<TfileWriter> writer_;
   RegisterFile regs_{X86_64()};           // thread 1's registers, tracked
   std::vector<RegisterId> layout_known_;  // the registers of the R block
