@@ -88,9 +88,13 @@ class BapLldb(unittest.TestCase):
         util.expect(self, r"thread #1: tid = (0x0001|1), 0x0000000000401000", out)
         util.expect(self, r"thread #2: tid = (0x0002|2), 0x0000000000402000", out)
         util.expect(self, r"rip = 0x0000000000401000", out)
-        # At the end: one stop; thread 2 at its last frame's jmp (thread 1's
-        # last frame, a legacy one ending in a jmp, leaves its pc unknown).
-        util.expect(self, r"frame #0: 0x0000000000402013", out)
+        # At the end: one stop; each thread where its last jmp went (the
+        # writer lists a thread's registers in its last frame's post-list,
+        # which is all a BAP reader knows after it).
+        util.expect(self, r"thread #1, stop reason = moved to position 40\n"
+                    r"\s+frame #0: 0x0000000000401000", out)
+        util.expect(self, r"thread #2, stop reason = moved to position 40\n"
+                    r"\s+frame #0: 0x0000000000402000", out)
         self.assertNotIn("rip = 0x0000000000401014", out)
         util.expect(self, r"0x00404000: 0x000000000000000a 0x0000000000001234", out)
         util.expect(self, r"0x402000: movq\s+0x404008, %rbx", out)

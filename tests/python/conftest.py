@@ -5,7 +5,7 @@ BACKSTEP_MAKE_EXAMPLE (writes generated REVEN traces), BACKSTEP_PROGRAMS
 (the directory of the built tests/programs/*.c), BACKSTEP_PYTHONPATH (where
 `import backstep` is found: build/python). Traces are made once per session
 in a temporary directory: a generated REVEN trace, `backstep record`
-recordings of test programs, and a tfile converted from one of them.
+recordings of test programs, and a tfile exported from one of them.
 """
 
 import os
@@ -93,10 +93,11 @@ def reven(workdir):
 
 @pytest.fixture(scope="session")
 def tfile(workdir, backstep_bin, dataflow_static):
-    """A tfile converted from a recording (a REVEN trace's physical memory
-    has no tfile form): every frame is a position with its own writes."""
+    """A tfile exported from a recording (`convert --to tfile` refuses it: a
+    tfile frame cannot carry the state of the positions before it): every
+    50th position as a frame of registers, stack window and accessed bytes."""
     out = os.path.join(workdir, "dataflow.tf")
-    run([backstep_bin, "convert", dataflow_static.path, "-o", out, "--to", "tfile"])
+    run([backstep_bin, "export", dataflow_static.path, "-o", out, "--every", "50"])
     return Fixture("tfile", out, program=dataflow_static.program)
 
 

@@ -1,6 +1,6 @@
 """Registers and memory read through the module equal `backstep dump` at
 random positions of every format's fixtures (REVEN generated, tfile
-converted, usercorn recorded)."""
+exported, usercorn recorded)."""
 
 import random
 

@@ -3,6 +3,7 @@
 #include "backstep/testing/fake_trace.h"
 #include "backstep/testing/fake_trace_generator.h"
 #include "backstep/testing/reader_fuzz.h"
+#include "formats/bap/bap_test_util.h"
 #include "formats/bap/bap_trace_writer.h"
 
 namespace backstep::core::testing {
@@ -235,7 +236,7 @@ std::vector<std::pair<std::string, std::vector<std::uint8_t>>> BapSeedFiles() {
   o.records_reads = true;
   o.full_image = false;
   o.full_registers = false;
-  auto source = OpenFakeTrace(FakeTraceSource(GenerateFakeTrace(o)));
+  auto source = OpenFakeTrace(FakeTraceSource(bap_test::BapConvertible(GenerateFakeTrace(o))));
   auto writer = BapTraceWriter::InMemory();
   if (source.ok() && ConvertTrace(**source, *writer, "seed").ok()) {
     files.emplace_back("generated.frames", writer->bytes());

@@ -12,6 +12,7 @@
 #include "backstep/testing/fake_trace.h"
 #include "backstep/testing/fake_trace_generator.h"
 #include "formats/bap/bap_reader.h"
+#include "formats/bap/bap_test_util.h"
 #include "formats/bap/bap_trace_writer.h"
 #include "testing/cross_check.h"
 #include "testing/trace_oracle.h"
@@ -34,7 +35,8 @@ TEST(BapCrossCheck, CursorMatchesNaiveReplay) {
     SCOPED_TRACE(config.name);
     testing::FakeTraceOptions o = config.trace;
     o.records_reads = true;
-    const std::vector<std::uint8_t> bytes = BapOf(testing::GenerateFakeTrace(o));
+    const std::vector<std::uint8_t> bytes =
+        BapOf(bap_test::BapConvertible(testing::GenerateFakeTrace(o)));
     const auto source = MemorySource(bytes, "cross.frames");
     ReaderFactory factory = [source]() -> Expected<std::unique_ptr<TraceReader>> {
       BACKSTEP_ASSIGN_OR_RETURN(auto r, BapReader::Open(source));

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "backstep/testing/fake_trace.h"
 #include "formats/bap/bap_reader.h"
 #include "util/hex.h"
 
@@ -16,6 +18,23 @@ namespace backstep::core::bap_test {
 inline Expected<std::unique_ptr<BapReader>> OpenBytes(std::vector<std::uint8_t> bytes,
                                                       std::string name = "t.frames") {
   return BapReader::Open(MemorySource(std::move(bytes), std::move(name)));
+}
+
+// `fake` made into what BapTraceWriter converts (bap_trace_writer.h): every
+// thread exists at position 0 (a thread starting later gets one with no
+// register known) and starts with an instruction, whose pre-list carries
+// its initial registers.
+inline testing::FakeTrace BapConvertible(testing::FakeTrace fake) {
+  std::set<ThreadId> at_zero, started;
+  for (const auto& [tid, regs] : fake.initial_registers) at_zero.insert(tid);
+  for (testing::FakeEvent& e : fake.events) {
+    if (!started.insert(e.thread).second) continue;
+    e.kind = EventKind::kInstruction;
+    if (at_zero.insert(e.thread).second) {
+      fake.initial_registers.emplace_back(e.thread, RegisterFile(X86_64()));
+    }
+  }
+  return fake;
 }
 
 inline std::string Summary(const Event& e, const ArchDescription& arch = X86_64()) {

@@ -87,6 +87,7 @@ Status BapTraceWriter::Begin(
   for (const auto& [thread, regs] : initial_registers) {
     BACKSTEP_RETURN_IF_ERROR(CheckThread(thread, path_));
     State(thread) = regs;
+    known_threads_.insert(thread);
   }
   // The initial image: known bytes of the header's regions, in runs.
   std::vector<std::vector<std::uint8_t>> runs;
@@ -110,7 +111,7 @@ Status BapTraceWriter::Begin(
           if (image_bytes > kMaxInitialBytes) {
             return Status::Unsupported(path_ + ": the initial memory image holds more than " +
                                        std::to_string(kMaxInitialBytes >> 20) +
-                                       " MiB of known bytes; a BAP key frame of that size is "
+                                       " MiB of known bytes; a BAP frame carrying that much is "
                                        "not supported");
           }
           runs.emplace_back(piece.begin() + i, piece.begin() + j);
@@ -119,7 +120,6 @@ Status BapTraceWriter::Begin(
         }
       }
     }
-    for (std::size_t i = 0; i < runs.size(); ++i) memory[i].data = runs[i];
   }
   if (in_memory_) {
     writer_ = BapWriter::CreateMemory(options_);
@@ -141,24 +141,23 @@ Status BapTraceWriter::Begin(
   meta.set_host("");
   meta.set_time(0);
   BACKSTEP_RETURN_IF_ERROR(writer_->Begin(arch_->bap_arch(), arch_->bap_machine(), meta));
-  // Key frames for initial state beyond the pc (which std_frames carry).
-  bool first = true;
+  // The initial state beyond each thread's pc rides in the pre-list of the
+  // thread's first std_frame (values before it): BapReader takes a thread's
+  // initial registers from there, and bap-frames (lib/frame_events.ml)
+  // turns key frames into no event at all, so a key frame would only shift
+  // every position by one. The image goes with the trace's first
+  // instruction as memory operands (reads: known back to position 0).
   for (const auto& [thread, regs] : initial_registers) {
-    std::vector<RegisterId> ids;
+    std::vector<RegisterId>& ids = initial_[thread];
     for (RegisterId id = 0; id < arch_->arch().register_count(); ++id) {
       if (id != arch_->arch().pc() && !arch_->WriteName(id).empty() && regs.known(id)) {
         ids.push_back(id);
       }
     }
-    if (ids.empty() && (!first || memory.empty())) continue;
-    BACKSTEP_RETURN_IF_ERROR(AppendKeyFrame(
-        thread, ids, regs,
-        first ? std::span<const MemoryAccess>(memory) : std::span<const MemoryAccess>()));
-    first = false;
   }
-  if (first && !memory.empty()) {
-    return Status::Unsupported(path_ + ": an initial memory image without a thread");
-  }
+  image_runs_ = std::move(runs);
+  image_ = std::move(memory);
+  for (std::size_t i = 0; i < image_runs_.size(); ++i) image_[i].data = image_runs_[i];
   return Status::Ok();
 }
 
@@ -184,7 +183,7 @@ Status BapTraceWriter::AppendKeyFrame(ThreadId thread, const std::vector<Registe
     v->set_bit_length(static_cast<std::int32_t>(8 * m.data.size()));
     v->set_value(std::string(m.data.begin(), m.data.end()));
   }
-  return writer_->AppendFrame(frame_);
+  return Emit(thread);
 }
 
 Status BapTraceWriter::Append(const Event& event) {
@@ -199,8 +198,22 @@ Status BapTraceWriter::Append(const Event& event) {
   if (event.flags != 0 && !last_instruction) {
     return Status::Unsupported(where + ": BAP frames cannot express an event that clears state");
   }
+  if (!known_threads_.contains(event.thread)) {
+    return Status::Unsupported(where + ": thread " + std::to_string(event.thread.value) +
+                               " starts here, after position 0, and a BAP reader gives every "
+                               "thread its first pc from position 0");
+  }
+  // The thread's state after its latest std_frame, before a later event
+  // changes it (WriteOldest() may list it in that frame's post-list).
+  if (event.kind != EventKind::kInstruction) {
+    if (auto last = last_.find(event.thread); last != last_.end() && !last->second.after) {
+      last->second.after = State(event.thread);
+    }
+  }
   RegisterFile& regs = State(event.thread);
   const RegisterFile before = regs;
+  // What the thread's last frame lists is all BapReader knows after it.
+  if (last_instruction) regs.Clear();
   const RegisterId pc = arch_->arch().pc();
   std::vector<RegisterId> touched;
   for (const RegisterWrite& w : event.registers) {
@@ -211,6 +224,29 @@ Status BapTraceWriter::Append(const Event& event) {
     }
   }
   std::erase_if(touched, [&](RegisterId id) { return !regs.known(id); });
+  const auto initial = initial_.find(event.thread);
+  if (event.kind != EventKind::kInstruction) {
+    // The thread's initial registers wait for its first instruction's
+    // pre-list, the image for the trace's first: this event must not change
+    // them in between.
+    if (initial != initial_.end()) {
+      for (RegisterId id : initial->second) {
+        if (!regs.known(id) || !std::ranges::equal(regs.bytes(id), before.bytes(id))) {
+          return Status::Unsupported(
+              where + ": it changes " + std::string(arch_->arch().info(id).name) + " of thread " +
+              std::to_string(event.thread.value) +
+              " before the thread's first instruction, whose pre-list holds its initial value "
+              "(BAP frames have no other place for it)");
+        }
+      }
+    }
+    if (!image_.empty() && !event.writes.empty()) {
+      return Status::Unsupported(where +
+                                 ": it writes memory before the first instruction, "
+                                 "whose pre-list holds the initial memory image (BAP "
+                                 "frames have no other place for it)");
+    }
+  }
   const std::uint64_t thread_id = event.thread.value - 1;
   const Address address = before.known(pc) ? before.u64(pc) : 0;
   if (event.kind != EventKind::kInstruction) {
@@ -224,14 +260,14 @@ Status BapTraceWriter::Append(const Event& event) {
       f->set_thread_id(thread_id);
       f->set_number(NumberAfter(event.description, "syscall "));
       f->mutable_argument_list();
-      return writer_->AppendFrame(frame_);
+      return Emit(event.thread);
     }
     if (event.kind == EventKind::kException || event.kind == EventKind::kInterrupt) {
       bap_proto::exception_frame* f = frame_.mutable_exception_frame();
       f->set_exception_number(NumberAfter(event.description, "exception "));
       f->set_thread_id(thread_id);
       if (before.known(pc)) f->set_from_addr(address);
-      return writer_->AppendFrame(frame_);
+      return Emit(event.thread);
     }
     return AppendKeyFrame(event.thread, {}, regs, {});
   }
@@ -251,16 +287,70 @@ Status BapTraceWriter::Append(const Event& event) {
     }
     AddMemory(pre, r, false);
   }
+  for (const MemoryAccess& m : image_) AddMemory(pre, m, false);
+  image_.clear();
+  image_runs_.clear();
+  std::vector<RegisterId> in_pre;
+  std::vector<RegisterId> in_post;
   for (RegisterId id : touched) {
     const bool same = before.known(id) && std::ranges::equal(before.bytes(id), regs.bytes(id));
     AddRegister(same ? pre : post, id, regs, !same);
+    (same ? in_pre : in_post).push_back(id);
+  }
+  last_[event.thread] = {next_frame_, std::nullopt, std::move(in_post)};
+  if (initial != initial_.end()) {
+    for (RegisterId id : initial->second) {
+      if (std::find(in_pre.begin(), in_pre.end(), id) == in_pre.end()) {
+        AddRegister(pre, id, before, false);
+      }
+    }
+    initial_.erase(initial);
   }
   for (const MemoryAccess& w : event.writes) AddMemory(post, w, true);
-  return writer_->AppendFrame(frame_);
+  return Emit(event.thread);
+}
+
+Status BapTraceWriter::Emit(ThreadId thread) {
+  window_.push_back({std::move(frame_), thread, next_frame_++});
+  frame_.Clear();
+  while (window_.size() > kWindow) BACKSTEP_RETURN_IF_ERROR(WriteOldest());
+  return Status::Ok();
+}
+
+Status BapTraceWriter::WriteOldest() {
+  Windowed& w = window_.front();
+  const auto last = last_.find(w.thread);
+  if (w.frame.has_std_frame() && last != last_.end() && last->second.frame == w.number) {
+    // No later frame of its thread within the window: BapReader knows after
+    // it only what it lists, so its post-list gets every register the
+    // thread knew after it (the pc included: the TCG plugin's way).
+    const RegisterFile& regs = last->second.after ? *last->second.after : State(w.thread);
+    const std::vector<RegisterId>& listed = last->second.post;
+    bap_proto::operand_value_list* post = w.frame.mutable_std_frame()->mutable_operand_post_list();
+    for (RegisterId id = 0; id < arch_->arch().register_count(); ++id) {
+      if (arch_->WriteName(id).empty() || !regs.known(id) ||
+          std::find(listed.begin(), listed.end(), id) != listed.end()) {
+        continue;
+      }
+      AddRegister(post, id, regs, true);
+    }
+    last_.erase(last);
+  }
+  const Status s = writer_->AppendFrame(w.frame);
+  window_.pop_front();
+  return s;
 }
 
 Status BapTraceWriter::Finish() {
   if (!writer_) return Status::InvalidArgument(path_ + ": Finish() before Begin()");
+  while (!window_.empty()) BACKSTEP_RETURN_IF_ERROR(WriteOldest());
+  const bool registers_left = std::any_of(initial_.begin(), initial_.end(),
+                                          [](const auto& entry) { return !entry.second.empty(); });
+  if (registers_left || !image_.empty()) {
+    return Status::Unsupported(path_ +
+                               ": the initial state goes in the pre-list of an instruction, and "
+                               "the source has no instruction to carry it");
+  }
   return writer_->Finish();
 }
 

@@ -34,35 +34,44 @@ std::uint64_t Le64(const std::uint8_t* p) {
   return v;
 }
 
-RevenMachine ExportMachine(const std::vector<MemoryRegion>& regions, const TraceHeader& header) {
+// `declared[i]`: RevenExportRegisters()[i] is in the machine (known at
+// position 0; REVEN gives every register it declares an initial value).
+RevenMachine ExportMachine(const std::vector<MemoryRegion>& regions, const TraceHeader& header,
+                           const std::vector<bool>& declared) {
   RevenMachine m;
   m.phy_size = 8;
   for (const MemoryRegion& r : regions) m.regions.push_back({r.start, r.size});
   const auto& exports = RevenExportRegisters();
   for (std::size_t i = 0; i < exports.size(); ++i) {
+    if (!declared[i]) continue;
     m.registers.push_back(
         {static_cast<std::uint16_t>(kFirstRegisterId + i), exports[i].size, exports[i].name});
   }
-  // The declared id of the register that stores table register `target`.
+  // The declared id of the register that stores table register `target`; 0
+  // when that register is not declared.
   auto id_of = [&](RegisterId target) {
     for (std::size_t i = 0; i < exports.size(); ++i) {
-      if (exports[i].mapping.target[0] == target) return m.registers[i].id;
+      if (declared[i] && exports[i].mapping.target[0] == target) {
+        return static_cast<std::uint16_t>(kFirstRegisterId + i);
+      }
     }
     return std::uint16_t{0};
   };
+  // An operation on a register that is not declared is not declared either
+  // (EmitRegister() never uses it: such a register is never written).
   const ArchDescription& arch = X86_64();
   const std::uint16_t rip = id_of(arch.pc()), rsp = id_of(arch.sp()), flags = id_of(arch.flags());
-  for (int n = 1; n <= 15; ++n) {
+  for (int n = 1; n <= 15 && rip != 0; ++n) {
     m.operations.push_back({std::uint8_t(kRipAdd + n - 1), rip, 1, LeBytes(n, 8)});
   }
-  for (int i = 0; i < 9; ++i) {
+  for (int i = 0; i < 9 && flags != 0; ++i) {
     m.operations.push_back({std::uint8_t(kFlagsOr + i), flags, 3, LeBytes(1u << kFlagBits[i], 4)});
   }
-  for (int i = 0; i < 9; ++i) {
+  for (int i = 0; i < 9 && flags != 0; ++i) {
     m.operations.push_back(
         {std::uint8_t(kFlagsAnd + i), flags, 2, LeBytes(~(1u << kFlagBits[i]), 4)});
   }
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < 8 && rsp != 0; ++i) {
     m.operations.push_back(
         {std::uint8_t(kRspAdd + i), rsp, 1, LeBytes(static_cast<std::uint64_t>(kRspDeltas[i]), 8)});
   }
@@ -86,8 +95,9 @@ Status RevenTraceWriter::Begin(
     return Status::Unsupported(path_ + ": REVEN traces are x86-64 only");
   }
   if (header.address_kind != AddressKind::kPhysical) {
-    return Status::Unsupported(
-        "REVEN traces hold physical memory; converting a virtual-memory trace is not supported");
+    return Status::Unsupported(path_ +
+                               ": REVEN traces hold physical memory, reached through the page "
+                               "tables a trace holds; a virtual-memory trace has none");
   }
   if (initial_registers.size() > 1) {
     return Status::Unsupported(path_ + ": REVEN traces hold one CPU; the source has " +
@@ -102,27 +112,31 @@ Status RevenTraceWriter::Begin(
   regions_ = header.regions;
   const auto& exports = RevenExportRegisters();
   export_of_.assign(X86_64().register_count(), -1);
+  // A REVEN register is declared when every register it holds is known at
+  // position 0: the file gives each declared register an initial value, so
+  // an unknown one stays unknown only by not being declared.
   std::string unknown;
+  declared_.assign(exports.size(), true);
   for (std::size_t i = 0; i < exports.size(); ++i) {
     for (RegisterId t : exports[i].mapping.target) {
       if (t == kNoRegister) continue;
       export_of_[t] = static_cast<int>(i);
-      if (!regs_->known(t))
-        unknown += (unknown.empty() ? "" : " ") + std::string(X86_64().info(t).name);
+      if (!regs_->known(t)) declared_[i] = false;
     }
+    if (!declared_[i]) unknown += (unknown.empty() ? "" : " ") + std::string(exports[i].name);
   }
   RevenWriterOptions options;
   options.metadata.tool_name = "backstep";
   options.metadata.tool_info = "backstep convert";
   options.metadata.generation_date = static_cast<std::uint64_t>(std::time(nullptr));
   if (!unknown.empty()) {
-    options.metadata.tool_info += "; unknown at position 0, written as 0: " + unknown;
+    options.metadata.tool_info += "; unknown at position 0, not declared: " + unknown;
     options.metadata.tool_info.resize(
         std::min<std::size_t>(options.metadata.tool_info.size(), kRevenToolInfoMax - 32));
   }
   options.metadata.tool_info += " - using rvnbintrace 1.0.1";
   BACKSTEP_ASSIGN_OR_RETURN(
-      writer_, RevenWriter::CreateFile(path_, ExportMachine(regions_, header), options));
+      writer_, RevenWriter::CreateFile(path_, ExportMachine(regions_, header, declared_), options));
   return WriteInitialState(initial_memory);
 }
 
@@ -144,6 +158,7 @@ Status RevenTraceWriter::WriteInitialState(const InitialMemoryFn& initial_memory
   const auto& exports = RevenExportRegisters();
   std::uint8_t value[64];
   for (std::size_t i = 0; i < exports.size(); ++i) {
+    if (!declared_[i]) continue;
     EncodeRevenValue(exports[i], *regs_, value);
     writer_->WriteInitialRegister(static_cast<std::uint16_t>(kFirstRegisterId + i),
                                   std::span<const std::uint8_t>(value, exports[i].size));
@@ -185,6 +200,14 @@ Status RevenTraceWriter::Append(const Event& event) {
     if (index < 0) {
       return Status::Unsupported(where + ": register " + std::string(X86_64().info(w.reg).name) +
                                  " has no REVEN counterpart");
+    }
+    if (!declared_[index]) {
+      const std::string_view held = RevenExportRegisters()[index].name;
+      const std::string_view name = X86_64().info(w.reg).name;
+      return Status::Unsupported(where + ": it sets " + std::string(name) +
+                                 (held == name ? "" : " (in REVEN's " + std::string(held) + ")") +
+                                 ", unknown at position 0, and a REVEN trace gives every register "
+                                 "it holds an initial value");
     }
     auto same = [&](const Touched& t) { return t.index == static_cast<std::size_t>(index); };
     if (std::none_of(touched_.begin(), touched_.end(), same)) {

@@ -3,13 +3,17 @@
 //
 // What a converted trace declares (docs/formats/reven.md, "Writing"):
 //   * PHY_SIZE 8; the header's regions, with the initial image read through
-//     InitialMemoryFn (unknown bytes become 0). REVEN holds physical memory:
-//     a virtual-memory source is Unsupported.
+//     InitialMemoryFn (unknown bytes become 0). REVEN holds physical memory
+//     reached through the trace's own page tables (cr3): a virtual-memory
+//     source has neither, and is Unsupported (making them up would invent
+//     memory and registers).
 //   * Registers: every storage register of X86_64(), Bochs style
 //     (RevenExportRegisters(): x87status holds TOP, no `top` register,
 //     zmmN for the vector pieces), ids 41 and up (ids >= 0xff use the 3-byte
-//     escape); registers unknown at position 0 are written as 0 and named in
-//     the tool info.
+//     escape), declared only when known at position 0 (every register of
+//     it, for zmmN): REVEN gives every declared register an initial value,
+//     so an unknown one stays unknown by not being declared (named in the
+//     tool info). An event setting an undeclared register is Unsupported.
 //   * Operations 0..40, PANDA's set: rip += 1..15, eflags OR/AND of
 //     CF PF AF ZF SF TF IF DF OF, rsp += +-2, 4, 8, 16.
 //   * Static registers from header properties named cpuid_* ("0x28").
@@ -58,6 +62,7 @@ class RevenTraceWriter final : public TraceWriter {
   bool have_thread_ = false;
   std::vector<MemoryRegion> regions_;
   std::vector<int> export_of_;  // RegisterId -> index in RevenExportRegisters(), -1
+  std::vector<bool> declared_;  // by index in RevenExportRegisters(): in the machine
   std::vector<Touched> touched_;
   std::vector<RegisterWrite> scratch_;
   std::uint64_t events_ = 0;

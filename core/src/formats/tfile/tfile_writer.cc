@@ -1,5 +1,6 @@
 #include "formats/tfile/tfile_writer.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cstring>
 
@@ -103,7 +104,7 @@ Status TfileWriter::WriteDefinitions(const std::vector<TfileTsv>& tsvs,
                                      const std::vector<TfileTracepoint>& tracepoints) {
   assert(!definitions_done_ && !in_frame_);
   definitions_done_ = true;
-  WriteLine("R " + tfile_text::Hex(layout_.block_size()));
+  WriteLine("R " + tfile_text::Hex(BlockSize()));
   if (options_.write_tdesc) {
     const std::string xml = InlineTargetXml(X86_64(), options_.features);
     std::string_view rest = xml;
@@ -165,12 +166,18 @@ void TfileWriter::BeginFrame(int tpnum) {
 }
 
 void TfileWriter::AddRegisters(const RegisterFile& regs) {
-  const std::vector<std::uint8_t> block = layout_.Encode(regs);
+  std::vector<std::uint8_t> block = layout_.Encode(regs);
+  block.resize(BlockSize());
   AddRawRegisters(block);
 }
 
+std::uint64_t TfileWriter::BlockSize() const {
+  return options_.block_size != 0 ? std::min(options_.block_size, layout_.block_size())
+                                  : layout_.block_size();
+}
+
 void TfileWriter::AddRawRegisters(std::span<const std::uint8_t> block) {
-  assert(in_frame_ && block.size() == layout_.block_size());
+  assert(in_frame_ && block.size() == BlockSize());
   frame_.push_back(kTfileBlockRegisters);
   frame_.insert(frame_.end(), block.begin(), block.end());
 }

@@ -41,6 +41,10 @@ namespace backstep::core {
 
 struct TfileWriterOptions {
   std::uint32_t features = kDefaultX86_64Features;  // R-block layout
+  // The R size; 0: the layout's full size. A smaller size leaves the
+  // registers whose end lies past it unavailable (gdb's rule, tfile_layout.h):
+  // AddRegisters() writes only that many bytes.
+  std::uint64_t block_size = 0;
   bool write_tdesc = true;  // without it gdb assumes the executable's architecture
   std::string notes;        // status notes ("" none)
   std::string user;         // status username ("" none)
@@ -65,6 +69,8 @@ class TfileWriter {
                                                      TfileWriterOptions options = {});
 
   const TfileRegisterLayout& layout() const { return layout_; }
+  // The R size written (TfileWriterOptions::block_size, or the layout's).
+  std::uint64_t BlockSize() const;
   // TfileWriterOptions::decoy_header_size, once the frame size is known.
   // REQUIRES: before WriteDefinitions().
   void set_decoy_header_size(std::uint32_t size) { options_.decoy_header_size = size; }
@@ -78,7 +84,7 @@ class TfileWriter {
   // others (asserted).
   void BeginFrame(int tpnum);
   void AddRegisters(const RegisterFile& regs);                // an X86_64() file
-  void AddRawRegisters(std::span<const std::uint8_t> block);  // layout().block_size() bytes
+  void AddRawRegisters(std::span<const std::uint8_t> block);  // BlockSize() bytes
   void AddMemory(Address address, std::span<const std::uint8_t> bytes);
   // An M block of length 0 (11 bytes that carry no memory: padding).
   void AddEmptyMemory(Address address);

@@ -19,12 +19,18 @@ Status UsercornTraceWriter::UseThread(ThreadId thread, const std::string& where)
     return Status::Unsupported(where + ": thread " + std::to_string(thread.value) +
                                " has no usercorn pid (pid = thread - 1)");
   }
-  if (thread_ && *thread_ != thread) {
-    return Status::Unsupported(where + ": usercorn traces hold one process; thread " +
-                               std::to_string(thread.value) + " is not thread " +
-                               std::to_string(thread_->value));
+  if (thread_ && *thread_ == thread) return Status::Ok();
+  // Another thread: its events go into FRAMEs of its pid, as `backstep
+  // record` writes them; the JMP to where this thread continues closes its
+  // last event (SwitchThread writes it only when it is not the
+  // fall-through).
+  if (thread_ && writer_) {
+    const RegisterId pc = arch_.arch().pc();
+    writer_->SwitchThread(thread.value - 1,
+                          regs_->known(pc) ? std::optional<Address>(regs_->u64(pc)) : std::nullopt);
   }
   thread_ = thread;
+  regs_ = &threads_.try_emplace(thread, arch_.arch()).first->second;
   return Status::Ok();
 }
 
@@ -98,15 +104,31 @@ Status UsercornTraceWriter::Begin(
                                "physical-memory trace is not supported");
   }
   if (initial_registers.size() > 1) {
-    return Status::Unsupported(path_ + ": usercorn traces hold one process; the source has " +
-                               std::to_string(initial_registers.size()) + " threads");
+    // The keyframe holds one thread's registers; another thread can only
+    // start with an event of its own (a FRAME of its pid), which would
+    // shift every position.
+    return Status::Unsupported(path_ +
+                               ": a usercorn keyframe holds one thread, and the source has " +
+                               std::to_string(initial_registers.size()) + " threads at position 0");
   }
-  regs_.emplace(arch_.arch());
   std::uint64_t pid = 0;
   if (!initial_registers.empty()) {
+    // usercorn's keyframe lists the tracked registers that are not zero: one
+    // left out reads back as 0, so an unknown one would be invented.
+    for (RegisterId id : arch_.tracked()) {
+      if (!initial_registers[0].second.known(id)) {
+        return Status::Unsupported(
+            path_ +
+            ": a usercorn keyframe gives every tracked register a value (0 when left "
+            "out), and the source does not know " +
+            std::string(arch_.arch().info(id).name) + " at position 0");
+      }
+    }
     BACKSTEP_RETURN_IF_ERROR(UseThread(initial_registers[0].first, path_));
     *regs_ = initial_registers[0].second;
     pid = thread_->value - 1;
+  } else {
+    BACKSTEP_RETURN_IF_ERROR(UseThread(ThreadId(1), path_));  // the keyframe's pid 0
   }
   // Keyframe registers: tracked ones when non-zero, optional ones when known.
   std::vector<RegisterId> ids(arch_.tracked().begin(), arch_.tracked().end());

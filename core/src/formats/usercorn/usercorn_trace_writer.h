@@ -4,8 +4,10 @@
 //
 // What a converted trace holds (docs/formats/usercorn.md, "Writing"):
 //   * Header "x86_64" / "linux", version 1. x86-64 virtual-memory traces
-//     of one thread (ThreadId t becomes pid t - 1) only; anything else is
-//     Unsupported, like events that clear state.
+//     (ThreadId t becomes pid t - 1) only; anything else is Unsupported,
+//     like events that clear state. Several threads: one at position 0
+//     (the keyframe's), the others' events in FRAMEs of their pids, as
+//     `backstep record` writes them (UsercornWriter::SwitchThread).
 //   * Keyframe: REG for every tracked register (GPRs) that is non-zero,
 //     REG/SPREG for every optional one (eflags, selectors, fs/gs base, x87,
 //     mxcsr, xmm0-31, k0-7; YMMn for ymmNh, ZMMn for zmmNh, when all
@@ -13,7 +15,7 @@
 //     the initial image (unknown bytes written as 0, trailing and leading
 //     zeros trimmed and the data placed right, unless the trim quirk is
 //     asked for; regions over 4 GiB are mapped without data). A tracked
-//     register unknown at position 0 therefore reads back as 0.
+//     register unknown at position 0 would read back as 0: Unsupported.
 //   * A source that records reads is declared as one (a MEM_READ 0, 0 in
 //     the keyframe), so the converted trace records reads too.
 //   * Instruction events: MEM_READ (address and size only), MEM_WRITE, REG
@@ -30,6 +32,7 @@
 // Thread-safety: one thread at a time.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,7 +68,8 @@ class UsercornTraceWriter final : public TraceWriter {
   UsercornWriterOptions options_;
   const UsercornArch& arch_ = UsercornX86_64();
   std::unique_ptr<UsercornWriter> writer_;
-  std::optional<RegisterFile> regs_;  // the thread's state, tracked
+  std::map<ThreadId, RegisterFile> threads_;  // each thread's state, tracked
+  RegisterFile* regs_ = nullptr;              // the current thread's, in threads_
   std::optional<ThreadId> thread_;
   std::uint64_t events_ = 0;
   std::vector<RegisterId> touched_;

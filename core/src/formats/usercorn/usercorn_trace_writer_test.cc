@@ -1,8 +1,8 @@
 // UsercornTraceWriter (`backstep convert --to usercorn`): a random
 // single-thread FakeTrace converted to usercorn must replay to the same
 // states for every register usercorn carries and for memory, with the same
-// positions; usercorn itself converts to the same events; and what usercorn
-// cannot express is Unsupported.
+// positions; usercorn itself converts to the same events, a two-thread
+// recording too; and what usercorn cannot express is Unsupported.
 #include "formats/usercorn/usercorn_trace_writer.h"
 
 #include <gtest/gtest.h>
@@ -92,7 +92,14 @@ TEST(UsercornTraceWriterTest, ConvertedFakeTraceReplaysToTheSameStates) {
     testing::FakeTraceOptions o;
     o.seed = seed;
     o.events = 3000;
-    const testing::FakeTrace fake = testing::GenerateFakeTrace(o);
+    testing::FakeTrace fake = testing::GenerateFakeTrace(o);
+    // usercorn's keyframe gives every tracked register a value: the source
+    // knows them (an unknown one is refused, WhatUsercornCannotExpress...).
+    for (auto& [tid, regs] : fake.initial_registers) {
+      for (RegisterId id : UsercornX86_64().tracked()) {
+        if (!regs.known(id)) regs.SetU64(id, 0);
+      }
+    }
     auto source = testing::OpenFakeTrace(testing::FakeTraceSource(fake));
     ASSERT_TRUE(source.ok());
     const std::string path = TempPath("convert_" + std::to_string(seed) + ".ucir");
@@ -166,6 +173,80 @@ TEST(UsercornTraceWriterTest, ZmmRegistersSurviveConversion) {
   ExpectSameReplay(**again, **out);
 }
 
+// Every event's thread and every thread's carried registers after it.
+std::vector<std::string> ThreadStates(TraceReader& reader) {
+  std::map<ThreadId, RegisterFile> threads;
+  for (const auto& [tid, regs] : reader.InitialRegisters()) threads.insert_or_assign(tid, regs);
+  std::vector<std::string> out;
+  Event e;
+  while (true) {
+    auto more = reader.Next(&e);
+    EXPECT_TRUE(more.ok()) << more.status().ToString();
+    if (!more.ok() || !*more) break;
+    RegisterFile& regs = threads.try_emplace(e.thread, X86_64()).first->second;
+    for (const RegisterWrite& w : e.registers) regs.Apply(w);
+    std::string line = "t" + std::to_string(e.thread.value) + ":";
+    for (const auto& [tid, file] : threads) {
+      line += " [" + std::to_string(tid.value);
+      for (RegisterId id = 0; id < X86_64().register_count(); ++id) {
+        if (Carried(id) && file.known(id)) {
+          line += " " + std::string(X86_64().info(id).name) + "=" + HexBytes(file.bytes(id));
+        }
+      }
+      line += "]";
+    }
+    out.push_back(line);
+  }
+  return out;
+}
+
+// A two-thread UCIR as `backstep record` writes it (FRAMEs per pid, a new
+// thread's registers and JMP as an event of its own) converts with the same
+// events, threads and registers (it used to be refused: "usercorn traces
+// hold one process").
+TEST(UsercornTraceWriterTest, TwoThreadRecordingConverts) {
+  const UsercornArch& u = UsercornX86_64();
+  const std::uint16_t rax = u.UnicornOf(*X86_64().Find("rax"));
+  const std::uint16_t rsp = u.UnicornOf(*X86_64().Find("rsp"));
+  auto w = UsercornWriter::CreateMemory();
+  const UsercornRegisterValue main_regs[] = {{rax, 1}, {rsp, 0x7000}};
+  ASSERT_TRUE(w->Begin(0, main_regs, {}, {}, Address{0x1000}).ok());
+  const UsercornRegisterValue set_rax[] = {{rax, 2}};
+  UsercornInstruction insn;
+  insn.pc = 0x1000;
+  insn.size = 3;
+  insn.registers = set_rax;
+  w->AppendInstruction(insn);
+  w->SwitchThread(1, Address{0x1003});
+  const UsercornRegisterValue new_regs[] = {{rax, 9}, {rsp, 0x9000}};
+  w->StartThread(new_regs, {}, 0x2000);
+  insn.pc = 0x2000;
+  insn.size = 2;
+  const UsercornRegisterValue set_rax2[] = {{rax, 10}};
+  insn.registers = set_rax2;
+  w->AppendInstruction(insn);
+  w->SwitchThread(0, Address{0x2002});
+  insn.pc = 0x1003;
+  insn.size = 1;
+  insn.registers = {};
+  w->AppendInstruction(insn);
+  ASSERT_TRUE(w->Finish().ok());
+  const std::vector<std::uint8_t> bytes = w->TakeBytes();
+
+  auto in = usercorn_test::OpenBytes(bytes);
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  const std::vector<std::string> want = ThreadStates(**in);
+  ASSERT_EQ(want.size(), 4u);
+  auto again = usercorn_test::OpenBytes(bytes);
+  const std::string path = TempPath("threads.ucir");
+  const Status s = Convert(**again, path);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  auto out = OpenTraceFile(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(ThreadStates(**out), want);
+}
+
 TEST(UsercornTraceWriterTest, WhatUsercornCannotExpressIsUnsupported) {
   const std::string path = TempPath("unsupported.ucir");
   UsercornTraceWriter w(path);
@@ -181,13 +262,23 @@ TEST(UsercornTraceWriterTest, WhatUsercornCannotExpressIsUnsupported) {
   two.emplace_back(ThreadId(2), RegisterFile(X86_64()));
   EXPECT_TRUE(UsercornTraceWriter(path).Begin(header, two, {}).IsUnsupported());
 
+  // A tracked register unknown at position 0 would read back as 0.
+  RegisterFile partial(X86_64());
+  partial.SetU64(X86_64().pc(), 0x1000);
+  const Status unknown = UsercornTraceWriter(path).Begin(header, {{ThreadId(1), partial}}, {});
+  EXPECT_TRUE(unknown.IsUnsupported());
+  EXPECT_NE(unknown.message().find(": a usercorn keyframe gives every tracked register a value (0 "
+                                   "when left out), and the source does not know "),
+            std::string::npos)
+      << unknown.ToString();
+
   UsercornTraceWriter ok(path);
   ASSERT_TRUE(ok.Begin(header, {}, {}).ok());
   Event e;
   e.thread = ThreadId(1);
   ASSERT_TRUE(ok.Append(e).ok());
   e.thread = ThreadId(2);
-  EXPECT_TRUE(ok.Append(e).IsUnsupported());
+  EXPECT_TRUE(ok.Append(e).ok());  // another thread: FRAMEs of pid 1
   e.thread = ThreadId(1);
   e.flags = kEventClearsMemory;
   EXPECT_TRUE(ok.Append(e).IsUnsupported());

@@ -144,6 +144,7 @@ TEST_F(X64dbgRoundTrip, WriterRefusals) {
       {"no opcode", [](auto& t) { t.events[0].reads.erase(t.events[0].reads.begin()); },
        "event 0: no instruction bytes"},
       {"thread 0", [](auto& t) { t.events[0].thread = ThreadId(0); }, "is not an x64dbg thread id"},
+
       {"unknown old value",
        [](auto& t) {
          t.events[0].reads.push_back({0x900000, {1, 2, 3, 4, 5, 6, 7, 8}}),
@@ -172,6 +173,31 @@ TEST_F(X64dbgRoundTrip, WriterRefusals) {
     EXPECT_NE(s.message().find(c.message), std::string::npos) << s.ToString();
     EXPECT_FALSE(fs::exists(dir_ + "/r.trace64"));  // nothing half-written
   }
+}
+
+// A source with a memory image (a recording): x64dbg's reader knows memory
+// only where blocks touched it, so the image would be lost; refused in one
+// line (before, it was dropped without a word and recordings were refused
+// for their first instruction's bytes).
+TEST_F(X64dbgRoundTrip, MemoryImageIsRefused) {
+  TraceHeader header;
+  header.arch = &X86_64();
+  header.regions.push_back({0x700000, 4, "data"});
+  auto image = [](Address a, std::span<std::uint8_t> out, std::span<std::uint8_t> known) {
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i] = 7;
+      known[i] = a + i >= 0x700001 ? 1 : 0;
+    }
+  };
+  const std::string path = dir_ + "/image.trace64";
+  X64dbgTraceWriter writer(path);
+  const Status s = writer.Begin(header, {}, image);
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_EQ(s.message(), path +
+                             ": x64dbg traces hold memory only where an instruction read or "
+                             "wrote it, and the source has a memory image at position 0 (at "
+                             "0x700001)");
+  EXPECT_FALSE(fs::exists(path));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "formats/initial_image.h"
 #include "formats/x64dbg/x64dbg_block.h"
 #include "formats/x64dbg/x64dbg_format.h"
 #include "util/hex.h"
@@ -29,6 +30,14 @@ Status X64dbgTraceWriter::Begin(
     return Status::Unsupported(path_ +
                                ": x64dbg traces hold virtual memory; converting a "
                                "physical-memory trace is not supported");
+  }
+  // x64dbg's reader knows memory only where a block's entries read or wrote
+  // it: an image would be lost.
+  if (const auto known = FirstKnownInitialByte(header, initial_memory)) {
+    return Status::Unsupported(path_ +
+                               ": x64dbg traces hold memory only where an instruction read or "
+                               "wrote it, and the source has a memory image at position 0 (at " +
+                               HexU64(*known) + ")");
   }
   for (const auto& [tid, regs] : initial_registers) regs_.emplace(tid.value, regs);
   image_ = initial_memory;

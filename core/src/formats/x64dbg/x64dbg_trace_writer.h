@@ -3,7 +3,10 @@
 // the rules; in short:
 //   * Header {"ver":1,"arch":"x64",...} (x86-64 traces; i386 once backstep
 //     has its table), virtual memory only (a physical REVEN trace is
-//     Unsupported).
+//     Unsupported). A source whose header regions hold a known byte (a
+//     recording's image) is Unsupported: x64dbg's reader knows memory only
+//     where blocks touched it. The initial memory function still gives old
+//     values (fixtures pass an image without regions).
 //   * One block per instruction event, laid out as x64dbg's TraceRecord.cpp
 //     writes it, so each block is written when the next instruction (or
 //     Finish) gives the state after it: the REGDUMP before the instruction
