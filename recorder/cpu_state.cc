@@ -56,6 +56,7 @@ CpuLayout::CpuLayout() {
     add(n);
   }
   gpr_count_ = ids_.size();
+  assert(gpr_count_ == kGprSlots && ids_[kFsBaseSlot] == *arch.Find("fs_base"));
   for (const char* n :
        {"fctrl", "fstat", "ftag", "mxcsr", "fop", "fioff", "fiseg", "fooff", "foseg"}) {
     add(n);

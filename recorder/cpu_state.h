@@ -31,6 +31,12 @@ namespace backstep::record {
 
 class CpuLayout {
  public:
+  // Fixed slots of the GPR part, in the order CollectGprs fills them: rax,
+  // rbx, rcx, rdx, rsi, rdi, rbp, rsp, r8-r15 (0-15), eflags, cs, ss, ds,
+  // es, fs, gs, fs_base, gs_base.
+  static constexpr std::size_t kEflagsSlot = 16, kFsBaseSlot = 23, kGsBaseSlot = 24;
+  static constexpr std::size_t kGprSlots = 25;
+
   // Resolves the tracked registers in X86_64() and the XSAVE layout (cpuid).
   CpuLayout();
   std::size_t gpr_count() const { return gpr_count_; }

@@ -11,82 +11,6 @@
 namespace backstep::record {
 namespace {
 
-// Value of a capstone register in `r` (64-bit view for address arithmetic).
-std::uint64_t RegValue(const user_regs_struct& r, unsigned reg) {
-  switch (reg) {
-    case X86_REG_RAX:
-      return r.rax;
-    case X86_REG_RBX:
-      return r.rbx;
-    case X86_REG_RCX:
-      return r.rcx;
-    case X86_REG_RDX:
-      return r.rdx;
-    case X86_REG_RSI:
-      return r.rsi;
-    case X86_REG_RDI:
-      return r.rdi;
-    case X86_REG_RBP:
-      return r.rbp;
-    case X86_REG_RSP:
-      return r.rsp;
-    case X86_REG_R8:
-      return r.r8;
-    case X86_REG_R9:
-      return r.r9;
-    case X86_REG_R10:
-      return r.r10;
-    case X86_REG_R11:
-      return r.r11;
-    case X86_REG_R12:
-      return r.r12;
-    case X86_REG_R13:
-      return r.r13;
-    case X86_REG_R14:
-      return r.r14;
-    case X86_REG_R15:
-      return r.r15;
-    case X86_REG_EAX:
-      return r.rax & 0xffffffff;
-    case X86_REG_EBX:
-      return r.rbx & 0xffffffff;
-    case X86_REG_ECX:
-      return r.rcx & 0xffffffff;
-    case X86_REG_EDX:
-      return r.rdx & 0xffffffff;
-    case X86_REG_ESI:
-      return r.rsi & 0xffffffff;
-    case X86_REG_EDI:
-      return r.rdi & 0xffffffff;
-    case X86_REG_EBP:
-      return r.rbp & 0xffffffff;
-    case X86_REG_ESP:
-      return r.rsp & 0xffffffff;
-    case X86_REG_R8D:
-      return r.r8 & 0xffffffff;
-    case X86_REG_R9D:
-      return r.r9 & 0xffffffff;
-    case X86_REG_R10D:
-      return r.r10 & 0xffffffff;
-    case X86_REG_R11D:
-      return r.r11 & 0xffffffff;
-    case X86_REG_R12D:
-      return r.r12 & 0xffffffff;
-    case X86_REG_R13D:
-      return r.r13 & 0xffffffff;
-    case X86_REG_R14D:
-      return r.r14 & 0xffffffff;
-    case X86_REG_R15D:
-      return r.r15 & 0xffffffff;
-    case X86_REG_FS:
-      return r.fs_base;
-    case X86_REG_GS:
-      return r.gs_base;
-    default:
-      return 0;  // X86_REG_INVALID, cs/ds/es/ss (base 0 in 64-bit mode)
-  }
-}
-
 bool IsVectorReg(unsigned reg) {
   return (reg >= X86_REG_XMM0 && reg <= X86_REG_XMM31) ||
          (reg >= X86_REG_YMM0 && reg <= X86_REG_YMM31) ||
@@ -486,42 +410,6 @@ void InsnDecoder::DecodeInto(core::Address pc, std::span<const std::uint8_t> byt
     d->writes.push_back(m);
   }
   cs_free(insn, n);
-}
-
-void InsnDecoder::Writes(const Decoded& d, const user_regs_struct& before,
-                         const user_regs_struct& after, std::vector<Range>* out) {
-  const user_regs_struct& regs = d.pop ? after : before;
-  for (const Decoded::MemOperand& m : d.writes) {
-    const std::uint64_t address = RegValue(regs, m.base) + RegValue(regs, m.index) * m.scale +
-                                  static_cast<std::uint64_t>(m.disp) + RegValue(regs, m.segment);
-    out->push_back({address, m.size, m.maybe});
-  }
-  if (d.stack_push && after.rsp < before.rsp) out->push_back({after.rsp, before.rsp - after.rsp});
-  if (d.string_write && after.rdi != before.rdi) {
-    if (after.rdi > before.rdi) {
-      out->push_back({before.rdi, after.rdi - before.rdi});
-    } else {
-      out->push_back({after.rdi + d.element, before.rdi - after.rdi});
-    }
-  }
-}
-
-void InsnDecoder::Reads(const Decoded& d, const user_regs_struct& before,
-                        const user_regs_struct& after, std::vector<Range>* out) {
-  for (const Decoded::MemOperand& m : d.reads) {
-    const std::uint64_t address = RegValue(before, m.base) + RegValue(before, m.index) * m.scale +
-                                  static_cast<std::uint64_t>(m.disp) + RegValue(before, m.segment);
-    out->push_back({address, m.size});
-  }
-  if (d.stack_pop) out->push_back({before.rsp, 8});
-  if (d.leave) out->push_back({before.rbp, 8});
-  // A string step moves rsi/rdi by element per iteration, in either direction.
-  const auto string_range = [&](std::uint64_t from, std::uint64_t to) {
-    if (to > from) out->push_back({from, to - from});
-    if (to < from) out->push_back({to + d.element, from - to});
-  };
-  if (d.string_read_rsi) string_range(before.rsi, after.rsi);
-  if (d.string_read_rdi) string_range(before.rdi, after.rdi);
 }
 
 }  // namespace backstep::record

@@ -25,6 +25,9 @@
 // are decoded with Zydis (zydis_fallback.h). Bytes neither decodes get
 // size 0, unknown_writes and unknown_reads (the recorder counts them).
 //
+// Decoding is in insn_decoder.cc; Writes() and Reads(), which turn the
+// decoded operands into ranges, in insn_ranges.cc.
+//
 // Reads() gives what the instruction loads, from the same decoding:
 //   * explicit memory operands, except the destination of a pure store
 //     (capstone's write-only access, or a store mnemonic: mov*, vmov*, set*,

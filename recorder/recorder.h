@@ -55,6 +55,9 @@
 // unhandled SIGTSTP/SIGTTIN/SIGTTOU) is dropped: the process goes on, and
 // stderr says so.
 //
+// The engine: ptrace/ptrace_session.h; what it shares with the emu engine:
+// docs/architecture.md ("The recorder's engines and what they share").
+//
 // Thread-safety: one recording per thread (ptrace is per-thread).
 #pragma once
 

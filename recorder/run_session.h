@@ -1,16 +1,20 @@
-// RunSession: the part of a recording both engines share once their session
-// is set up (recorder.cc's ptrace Session, emu/emu_recorder.cc's EmuSession):
-// start, run to the end, and finish the sink in every case where the start
-// succeeded, so that the trace is complete up to the last recorded
-// instruction even when the run fails.
+// RunSession: the part of a recording every engine shares once its session
+// is set up (ptrace/ptrace_session.h's PtraceSession,
+// emu/emu_session.h's EmuSession): start, run to the end, and finish the
+// sink in every case where the start succeeded, so that the trace is
+// complete up to the last recorded instruction even when the run fails.
+// SpawnAndRun spawns the program (tracee.h) and runs a session on it.
 //
-// Session needs Start() and Run() returning core::Status and result()
-// returning the RecordResult.
+// Session needs a constructor (options, extra..., sink, Tracee), Start()
+// and Run() returning core::Status and result() returning the RecordResult.
 #pragma once
+
+#include <utility>
 
 #include "backstep/core/expected.h"
 #include "recorder/recorder.h"
 #include "recorder/recording_sink.h"
+#include "recorder/tracee.h"
 
 namespace backstep::record {
 
@@ -29,6 +33,23 @@ core::Expected<RecordResult> RunSession(Session& session, RecordingSink& sink) {
   if (!run.ok()) return run;
   if (!finish.ok()) return finish;
   return session.result();
+}
+
+template <typename Session, typename... Extra>
+core::Expected<RecordResult> SpawnAndRun(const RecordOptions& options, RecordingSink& sink,
+                                         const Extra&... extra) {
+  core::Expected<Tracee> tracee = Tracee::Spawn(options.spawn);
+  if (!tracee.ok()) return tracee.status();
+  Session session(options, extra..., sink, std::move(*tracee));
+  return RunSession(session, sink);
+}
+
+// How the program ended (`end`: its exit or fatal signal) into *result.
+inline void SetProgramEnd(const Stop& end, RecordResult* result) {
+  const bool exited = end.kind == Stop::kExited;
+  result->end = exited ? RecordResult::End::kExited : RecordResult::End::kKilled;
+  result->exit_code = end.exit_code;
+  result->signal = end.signal;
 }
 
 }  // namespace backstep::record

@@ -47,6 +47,8 @@
 // through the vDSO's code, which nothing calls). The stack grows down as the
 // kernel grows it (GrowStack: the tracee touches the page, Unicorn maps it).
 //
+// The engine: emu_session.h, one class over a file per part.
+//
 // Thread-safety: one recording per thread (ptrace is per-thread).
 #pragma once
 
