@@ -109,7 +109,7 @@ std::size_t TraceTarget::ReadMemory(core::Address addr, std::span<std::uint8_t> 
   if (!status.ok()) return 0;  // no translation possible: nothing is readable
   if (std::find(known.begin(), known.end(), 0) != known.end()) {
     // Never-written bytes of a mapping whose zero fill the trace leaves out.
-    auto maps = mappings_->At(view().position());
+    auto maps = mappings_->At(served_.view().position());
     if (maps.ok()) FillUnfilledMappings(*maps, addr, out, known);
   }
   return static_cast<std::size_t>(std::find(known.begin(), known.end(), 0) - known.begin());
