@@ -480,12 +480,14 @@ void EmuSession::HookSyscall(uc_engine*, void* self) {
   static_cast<EmuSession*>(self)->OnSyscall();
 }
 
-int EmuSession::HookCpuid(uc_engine* uc, void*) {
+int EmuSession::HookCpuid(uc_engine* uc, void* self) {
   std::uint64_t rax = 0, rcx = 0;
   uc_reg_read(uc, UC_X86_REG_RAX, &rax);
   uc_reg_read(uc, UC_X86_REG_RCX, &rcx);
-  const CpuidResult r =
-      PortableCpuid(static_cast<std::uint32_t>(rax), static_cast<std::uint32_t>(rcx));
+  const auto leaf = static_cast<std::uint32_t>(rax), subleaf = static_cast<std::uint32_t>(rcx);
+  // Native recordings' hook (EmuOptions::cpuid): what the recorded program saw.
+  const EmuOptions& emu = static_cast<EmuSession*>(self)->emu_;
+  const CpuidResult r = emu.cpuid ? emu.cpuid(leaf, subleaf) : PortableCpuid(leaf, subleaf);
   std::uint64_t out[4] = {r.eax, r.ebx, r.ecx, r.edx};
   uc_reg_write(uc, UC_X86_REG_RAX, &out[0]);
   uc_reg_write(uc, UC_X86_REG_RBX, &out[1]);
@@ -1006,7 +1008,8 @@ core::Status EmuSession::ProxySyscall() {
         return core::Status::IOError("PTRACE_SETFPREGS: " + std::string(std::strerror(errno)));
     }
     if (core::Status s = tracee_.SetRegs(before); !s.ok()) return s;
-    core::Expected<Stop> stop = tracee_.Step();
+    // Native recordings' hook (EmuOptions::syscalls): the log answers.
+    core::Expected<Stop> stop = emu_.syscalls ? emu_.syscalls->Answer(tracee_, before) : tracee_.Step();
     while (stop.ok() && stop->kind == Stop::kEvent && forks && stop->event != PTRACE_EVENT_EXEC &&
            options_.follow == RecordOptions::Follow::kParent) {
       // The child runs untraced, as without the recorder (untraced.h); the
