@@ -1009,7 +1009,8 @@ core::Status EmuSession::ProxySyscall() {
     }
     if (core::Status s = tracee_.SetRegs(before); !s.ok()) return s;
     // Native recordings' hook (EmuOptions::syscalls): the log answers.
-    core::Expected<Stop> stop = emu_.syscalls ? emu_.syscalls->Answer(tracee_, before) : tracee_.Step();
+    core::Expected<Stop> stop =
+        emu_.syscalls ? emu_.syscalls->Answer(tracee_, before) : tracee_.Step();
     while (stop.ok() && stop->kind == Stop::kEvent && forks && stop->event != PTRACE_EVENT_EXEC &&
            options_.follow == RecordOptions::Follow::kParent) {
       // The child runs untraced, as without the recorder (untraced.h); the

@@ -14,6 +14,7 @@
 
 #include "backstep/core/hex.h"
 #include "recorder/emu/emu_recorder.h"
+#include "recorder/native/native_recorder.h"
 #include "recorder/syscall_effects.h"
 
 namespace backstep::record {
@@ -80,8 +81,7 @@ class LogAnswerer : public SyscallSource {
  private:
   // rseq: the emu engine answers it itself (ENOSYS), as the record phase did.
   void SkipRseq() {
-    while (next_ < log_.syscalls.size() && log_.syscalls[next_].entry.orig_rax == kSysRseq)
-      ++next_;
+    while (next_ < log_.syscalls.size() && log_.syscalls[next_].entry.orig_rax == kSysRseq) ++next_;
   }
   // `index`: the log's system call the emulated one is compared with.
   core::Status Diverged(const user_regs_struct& regs, const std::string& difference) const {
@@ -89,10 +89,10 @@ class LogAnswerer : public SyscallSource {
   }
   core::Status Diverged(const user_regs_struct& regs, const std::string& difference,
                         std::size_t index) const {
-    return core::Status::Corruption(
-        "materialization diverged from the recording at position " +
-        std::to_string(sink_.positions()) + " (system call #" + std::to_string(index) +
-        ", `syscall` at " + core::HexU64(regs.rip) + "): " + difference);
+    return core::Status::Corruption("materialization diverged from the recording at position " +
+                                    std::to_string(sink_.positions()) + " (system call #" +
+                                    std::to_string(index) + ", `syscall` at " +
+                                    core::HexU64(regs.rip) + "): " + difference);
   }
   core::Status CompareEntry(const user_regs_struct& regs, const LoggedSyscall& logged) const;
 
@@ -113,13 +113,13 @@ core::Status LogAnswerer::CompareEntry(const user_regs_struct& regs,
   check("rax (the system call number)", regs.rax, e.orig_rax);
   check("rip", regs.rip + 2, e.rip);
   const std::pair<const char*, unsigned long long user_regs_struct::*> same[] = {
-      {"rbx", &user_regs_struct::rbx}, {"rdx", &user_regs_struct::rdx},
-      {"rsi", &user_regs_struct::rsi}, {"rdi", &user_regs_struct::rdi},
-      {"rbp", &user_regs_struct::rbp}, {"rsp", &user_regs_struct::rsp},
-      {"r8", &user_regs_struct::r8},   {"r9", &user_regs_struct::r9},
-      {"r10", &user_regs_struct::r10}, {"r12", &user_regs_struct::r12},
-      {"r13", &user_regs_struct::r13}, {"r14", &user_regs_struct::r14},
-      {"r15", &user_regs_struct::r15}, {"fs_base", &user_regs_struct::fs_base},
+      {"rbx", &user_regs_struct::rbx},        {"rdx", &user_regs_struct::rdx},
+      {"rsi", &user_regs_struct::rsi},        {"rdi", &user_regs_struct::rdi},
+      {"rbp", &user_regs_struct::rbp},        {"rsp", &user_regs_struct::rsp},
+      {"r8", &user_regs_struct::r8},          {"r9", &user_regs_struct::r9},
+      {"r10", &user_regs_struct::r10},        {"r12", &user_regs_struct::r12},
+      {"r13", &user_regs_struct::r13},        {"r14", &user_regs_struct::r14},
+      {"r15", &user_regs_struct::r15},        {"fs_base", &user_regs_struct::fs_base},
       {"gs_base", &user_regs_struct::gs_base}};
   for (const auto& [name, field] : same) check(name, regs.*field, e.*field);
   // `syscall` saved the flags in r11 natively.
@@ -136,10 +136,10 @@ core::Expected<Stop> LogAnswerer::Answer(Tracee& tracee, const user_regs_struct&
   const LoggedSyscall& logged = log_.syscalls[next_];
   if (core::Status s = CompareEntry(regs, logged); !s.ok()) return s;
   if (logged.signal_after) {
-    return core::Status::Unsupported(
-        "materialization: the recording delivered signal " + std::to_string(logged.signal_after) +
-        " after system call #" + std::to_string(next_) +
-        " (held signals are not materialized yet)");
+    return core::Status::Unsupported("materialization: the recording delivered signal " +
+                                     std::to_string(logged.signal_after) + " after system call #" +
+                                     std::to_string(next_) +
+                                     " (held signals are not materialized yet)");
   }
   const std::uint64_t nr = regs.rax, result = logged.exit.rax;
   const bool failed = result > ~std::uint64_t{4095};
@@ -154,8 +154,9 @@ core::Expected<Stop> LogAnswerer::Answer(Tracee& tracee, const user_regs_struct&
       // only in the recorded process).
       const bool file = !(regs.r10 & MAP_ANONYMOUS);
       std::uint64_t flags = regs.r10;
-      if (file) flags = (flags & ~std::uint64_t{MAP_SHARED | MAP_SHARED_VALIDATE}) | MAP_PRIVATE |
-                        MAP_ANONYMOUS;
+      if (file)
+        flags = (flags & ~std::uint64_t{MAP_SHARED | MAP_SHARED_VALIDATE}) | MAP_PRIVATE |
+                MAP_ANONYMOUS;
       if (!(flags & MAP_FIXED)) flags |= MAP_FIXED_NOREPLACE;
       call.rdi = result;
       call.r10 = flags;
@@ -168,9 +169,8 @@ core::Expected<Stop> LogAnswerer::Answer(Tracee& tracee, const user_regs_struct&
     if (core::Status s = tracee.GetRegs(&after); !s.ok()) return s;
     if (after.rax != result) {
       return Diverged(regs,
-                      "system call " + std::to_string(nr) + " returned " +
-                          core::HexU64(after.rax) + " in the emulation, " + core::HexU64(result) +
-                          " in the log",
+                      "system call " + std::to_string(nr) + " returned " + core::HexU64(after.rax) +
+                          " in the emulation, " + core::HexU64(result) + " in the log",
                       next_ - 1);
     }
     if (nr == SYS_mmap) {
@@ -233,6 +233,7 @@ core::Expected<RecordResult> Materialize(const NativeLog& log, RecordingSink& si
         "materialization needs the emu engine: backstep was built without Unicorn");
   }
   if (log.argv.empty()) return core::Status::Corruption("native log: no program");
+  const ProgramEnvironment environment(log.cpuid);
   if (core::Status s = CheckSameWorld(log); !s.ok()) return s;
   EmuOptions emu;
   emu.at_random.assign(log.at_random.begin(), log.at_random.end());

@@ -6,15 +6,14 @@
 // that run would be (the same positions, registers and writes).
 //
 // The program is started again (same argv, ASLR off, the vDSO hidden,
-// AT_RANDOM's bytes from the log) as the snapshot of its initial image; the
-// environment, working directory and files mapped at exec must be the
-// recording's (checked first). System calls whose effect lives in the
-// process's kernel state run for real in the emu engine's tracee and must
-// return what they returned natively: mmap (a file mapping becomes an
-// anonymous one at the same address, filled with the logged contents),
-// munmap, mprotect, brk, mremap, madvise, arch_prctl, rt_sigaction,
-// rt_sigprocmask, sigaltstack, rt_sigreturn, exit, exit_group. Every other
-// one is answered: its logged result and memory writes.
+// AT_RANDOM's bytes from the log, GLIBC_TUNABLES as native_recorder.h gives
+// it) as the snapshot of its initial image; the environment, working directory and files mapped at
+// exec must be the recording's (checked first). System calls whose effect lives in the process's
+// kernel state run for real in the emu engine's tracee and must return what they returned natively:
+// mmap (a file mapping becomes an anonymous one at the same address, filled with the logged
+// contents), munmap, mprotect, brk, mremap, madvise, arch_prctl, rt_sigaction, rt_sigprocmask,
+// sigaltstack, rt_sigreturn, exit, exit_group. Every other one is answered: its logged result and
+// memory writes.
 //
 // Divergence is never silent: at every system call the emulated registers
 // (rax is the number; every GPR but rcx and r11, which `syscall` itself

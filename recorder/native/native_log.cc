@@ -55,7 +55,8 @@ class Reader {
   // A count of `unit`-byte items that must fit in what is left.
   std::uint64_t Count(std::size_t unit) {
     const std::uint64_t n = U64();
-    if (ok_ && n > (data_.size() - offset_) / unit) Fail("count " + std::to_string(n) + " too large");
+    if (ok_ && n > (data_.size() - offset_) / unit)
+      Fail("count " + std::to_string(n) + " too large");
     return ok_ ? n : 0;
   }
   void Bytes(std::vector<std::uint8_t>* v) {
@@ -146,7 +147,7 @@ core::Expected<NativeLog> ReadNativeLog(const std::string& path) {
   r.Raw(magic, sizeof magic);
   if (r.ok() && std::memcmp(magic, kMagic, sizeof magic) != 0) {
     return core::Status::Corruption("native log " + path +
-                                         ": not a backstep native log (bad magic)");
+                                    ": not a backstep native log (bad magic)");
   }
   NativeLog log;
   log.argv.resize(r.Count(8));

@@ -31,10 +31,10 @@ struct LoggedWrite {
 };
 
 struct LoggedSyscall {
-  user_regs_struct entry{};  // at the seccomp stop: orig_rax is the number
-  user_regs_struct exit{};   // after it (rax: the result)
+  user_regs_struct entry{};         // at the seccomp stop: orig_rax is the number
+  user_regs_struct exit{};          // after it (rax: the result)
   std::vector<LoggedWrite> writes;  // what the kernel wrote (new mappings: their contents)
-  int signal_after = 0;  // a held signal delivered when it returned (0: none)
+  int signal_after = 0;             // a held signal delivered when it returned (0: none)
 };
 
 // A file mapped at exec (the executable, ld.so): materialization maps it

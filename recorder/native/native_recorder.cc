@@ -1,5 +1,6 @@
 #include "recorder/native/native_recorder.h"
 
+#include <asm/prctl.h>
 #include <elf.h>
 #include <sched.h>
 #include <signal.h>
@@ -46,8 +47,10 @@ std::string Errno() { return std::strerror(errno); }
 
 class NativeSession {
  public:
-  NativeSession(const NativeOptions& options, Tracee tracee)
-      : options_(options), tracee_(std::move(tracee)), pid_(tracee_.pid()) {}
+  NativeSession(const NativeOptions& options, Tracee tracee, NativeLog::Cpuid cpuid)
+      : options_(options), tracee_(std::move(tracee)), pid_(tracee_.pid()) {
+    log_.cpuid = cpuid;
+  }
 
   core::Status Start();
   core::Status Run();
@@ -76,13 +79,8 @@ class NativeSession {
 core::Status NativeSession::Start() {
   user_regs_struct regs{};
   if (core::Status s = tracee_.GetRegs(&regs); !s.ok()) return s;
-  if (EnableCpuidFaulting(tracee_).ok()) {
-    log_.cpuid = NativeLog::Cpuid::kPortable;
-  } else if (options_.portable_cpuid) {
-    return core::Status::Unsupported(
-        "--engine native --cpuid portable: this machine cannot make CPUID fault (no cpuid_fault "
-        "flag), so the program would see the host's CPUID; record without --cpuid portable "
-        "(materialize on this machine)");
+  if (log_.cpuid == NativeLog::Cpuid::kPortable) {
+    if (core::Status s = EnableCpuidFaulting(tracee_); !s.ok()) return s;
   } else {
     // The APIC ids in CPUID differ between CPUs: one CPU, logged.
     cpu_set_t mine;
@@ -181,8 +179,8 @@ void NativeSession::CollectWrites(LoggedSyscall* call, bool full_diff) {
     std::vector<std::uint8_t> contents((args[1] + kPage - 1) / kPage * kPage);
     tracee_.ReadMemoryZeroFill(result, contents);
     ForEachNonZeroRun(contents, [&](std::size_t offset, std::size_t length) {
-      call->writes.push_back({result + offset, {contents.begin() + offset,
-                                                contents.begin() + offset + length}});
+      call->writes.push_back(
+          {result + offset, {contents.begin() + offset, contents.begin() + offset + length}});
     });
     return;
   }
@@ -207,8 +205,8 @@ core::Status NativeSession::OnSyscall() {
   const user_regs_struct& e = call.entry;
   const std::uint64_t nr = e.orig_rax;
   std::uint64_t clone_flags = e.rdi;
-  if (nr == SYS_clone3 && tracee_.ReadMemory(e.rdi, {reinterpret_cast<std::uint8_t*>(&clone_flags),
-                                                      8}) != 8)
+  if (nr == SYS_clone3 &&
+      tracee_.ReadMemory(e.rdi, {reinterpret_cast<std::uint8_t*>(&clone_flags), 8}) != 8)
     clone_flags = CLONE_THREAD;
   if ((nr == SYS_clone || nr == SYS_clone3) && (clone_flags & CLONE_THREAD)) {
     return core::Status::Unsupported(
@@ -316,11 +314,44 @@ core::Status NativeSession::Run() {
 
 }  // namespace
 
+bool CpuidFaultingAvailable() {
+  // Setting "cpuid enabled" changes nothing, and fails without the feature.
+  return syscall(SYS_arch_prctl, ARCH_SET_CPUID, 1) == 0;
+}
+
+ProgramEnvironment::ProgramEnvironment(NativeLog::Cpuid cpuid) {
+  if (cpuid != NativeLog::Cpuid::kHost) return;
+  const char* old = getenv("GLIBC_TUNABLES");
+  had_ = old != nullptr;
+  if (had_) saved_ = old;
+  const std::string value = had_ && *old ? saved_ + ":" + kHostCpuidTunables : kHostCpuidTunables;
+  changed_ = setenv("GLIBC_TUNABLES", value.c_str(), 1) == 0;
+}
+
+ProgramEnvironment::~ProgramEnvironment() {
+  if (!changed_) return;
+  if (had_) {
+    setenv("GLIBC_TUNABLES", saved_.c_str(), 1);
+  } else {
+    unsetenv("GLIBC_TUNABLES");
+  }
+}
+
 core::Expected<NativeResult> RecordNative(const NativeOptions& options,
                                           const std::string& log_path) {
+  const NativeLog::Cpuid cpuid =
+      CpuidFaultingAvailable() ? NativeLog::Cpuid::kPortable : NativeLog::Cpuid::kHost;
+  if (cpuid == NativeLog::Cpuid::kHost && options.portable_cpuid) {
+    return core::Status::Unsupported(
+        "--engine native --cpuid portable: this machine cannot make CPUID fault (no cpuid_fault "
+        "flag), so the program would see the host's CPUID; record without --cpuid portable "
+        "(and materialize on this machine)");
+  }
+  // The program's environment (and the hash the log keeps of it).
+  const ProgramEnvironment environment(cpuid);
   core::Expected<Tracee> tracee = Tracee::Spawn(options.spawn);
   if (!tracee.ok()) return tracee.status();
-  NativeSession session(options, std::move(*tracee));
+  NativeSession session(options, std::move(*tracee), cpuid);
   if (core::Status s = session.Start(); !s.ok()) return s;
   if (core::Status s = session.Run(); !s.ok()) return s;
   if (core::Status s = WriteNativeLog(session.log(), log_path); !s.ok()) return s;

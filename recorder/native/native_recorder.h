@@ -19,7 +19,12 @@
 // Without it (many VMs) cpuid runs on the CPU: the program is pinned to one
 // CPU (the APIC ids differ between CPUs), the CPU's signature is logged, and
 // materialization answers cpuid with that CPU's values, so it must run on a
-// machine with the same CPU (checked). `portable_cpuid` without CPUID
+// machine with the same CPU (checked). The emulator cannot run AVX, XSAVE
+// or XSAVEC, which glibc and ld.so would then pick: the program runs with
+// GLIBC_TUNABLES=kHostCpuidTunables (added to the user's), which makes glibc
+// take the SSE paths the portable table selects. Code outside glibc that
+// reads CPUID and uses AVX is not materialized exactly (caught at the next
+// system call when registers differ there). `portable_cpuid` without CPUID
 // faulting is refused: the program would see the host's CPUID.
 //
 // vDSO: hidden at exec (vdso.h), so libc's clock functions are system calls.
@@ -58,6 +63,28 @@ struct NativeResult {
   std::uint64_t syscalls = 0, rdtsc = 0, held_signals = 0;
   std::uint64_t full_diffs = 0;  // system calls whose writes came from a memory diff
   NativeLog::Cpuid cpuid = NativeLog::Cpuid::kPortable;
+};
+
+// What the program gets in GLIBC_TUNABLES without CPUID faulting.
+inline constexpr char kHostCpuidTunables[] = "glibc.cpu.hwcaps=-OSXSAVE,-XSAVE,-XSAVEC";
+
+// Whether this machine can make cpuid fault (arch_prctl(ARCH_SET_CPUID)).
+bool CpuidFaultingAvailable();
+
+// For its lifetime, the process environment (which the programs recorded
+// and materialized inherit) holds GLIBC_TUNABLES as the native engine gives
+// it to the program (`cpuid`: the log's mode); restored after. Not
+// thread-safe: the environment is the process's.
+class ProgramEnvironment {
+ public:
+  explicit ProgramEnvironment(NativeLog::Cpuid cpuid);
+  ~ProgramEnvironment();
+  ProgramEnvironment(const ProgramEnvironment&) = delete;
+  ProgramEnvironment& operator=(const ProgramEnvironment&) = delete;
+
+ private:
+  bool changed_ = false, had_ = false;
+  std::string saved_;
 };
 
 // Records the program and writes the log to `log_path` (atomically). When

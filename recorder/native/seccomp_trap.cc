@@ -57,8 +57,8 @@ core::Status InstallSyscallTrap(Tracee& tracee) {
       break;
     }
     if (*r > ~std::uint64_t{4095}) {
-      status = core::Status::Unsupported(std::string("--engine native: ") + what + " failed: " +
-                                         std::strerror(-static_cast<int>(*r)));
+      status = core::Status::Unsupported(std::string("--engine native: ") + what +
+                                         " failed: " + std::strerror(-static_cast<int>(*r)));
       break;
     }
   }
