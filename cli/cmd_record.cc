@@ -1,6 +1,6 @@
 // backstep record [-o FILE] [--max-insns N] [--no-reads] [--follow parent|child]
 //                 [--engine ptrace|emu|native] [--cpuid native|portable] [--no-vdso]
-//                 [--log LOG] -- PROG [ARGS]
+//                 [--log LOG] [--log-only] -- PROG [ARGS]
 // backstep record --engine native --from-log LOG [-o FILE]
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,6 +42,7 @@ int RunRecord(Args& args) {
   const bool no_vdso = args.TakeFlag("no-vdso");
   std::optional<std::string> log = args.TakeOption("log");  // --engine native
   std::optional<std::string> from_log = args.TakeOption("from-log");
+  const bool log_only = args.TakeFlag("log-only");
   // `-o FILE` (one dash) is not an Args option: take it from the positionals.
   std::vector<std::string> rest = args.Positionals();
   if (!output && rest.size() == 2 && rest[0] == "-o") {
@@ -59,13 +60,14 @@ int RunRecord(Args& args) {
       return Usage(
           "record: --engine native takes only -o, --cpuid portable, --log and --from-log (no "
           "reads, no --max-insns, the parent only, the vDSO hidden)");
-    if (from_log ? !command.empty() || log : command.empty())
+    if (from_log ? !command.empty() || log || log_only : command.empty())
       return Usage("record: --engine native wants -- PROG [ARGS] or --from-log LOG");
     return RunRecordNative(command,
                            output ? *output : DefaultOutput(from_log ? *from_log : command[0]),
-                           cpuid == "portable", log, from_log);
+                           cpuid == "portable", log, from_log, log_only);
   }
-  if (log || from_log) return Usage("record: --log and --from-log are for --engine native");
+  if (log || from_log || log_only)
+    return Usage("record: --log, --log-only and --from-log are for --engine native");
   if (command.empty()) return Usage("record: no program (usage: record [-o FILE] -- PROG [ARGS])");
   if (engine != "ptrace" && engine != "emu")
     return Usage("record: --engine is ptrace, emu or native");

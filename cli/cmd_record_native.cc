@@ -1,10 +1,12 @@
-// backstep record --engine native [-o FILE] [--cpuid portable] [--log LOG] -- PROG [ARGS]
+// backstep record --engine native [-o FILE] [--cpuid portable] [--log LOG] [--log-only]
+//                 -- PROG [ARGS]
 // backstep record --engine native --from-log LOG [-o FILE]
 //
 // The two phases of the native engine (recorder/native/): the program runs
 // natively and its log is written (LOG, default FILE.nlog, kept), then the
 // log is materialized into the trace FILE by the emu engine. --from-log
-// materializes a kept log again (same machine, directory and environment).
+// materializes a kept log again (same machine, directory and environment);
+// --log-only stops after the record phase.
 #include <sys/stat.h>
 
 #include <chrono>
@@ -27,8 +29,9 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 int RunRecordNative(const std::vector<std::string>& command, const std::string& path,
                     bool portable_cpuid, const std::optional<std::string>& log,
-                    const std::optional<std::string>& from_log) {
+                    const std::optional<std::string>& from_log, bool log_only) {
   const std::string log_path = from_log ? *from_log : log ? *log : path + ".nlog";
+  int program_status = 0;  // as a shell reports it
   if (!from_log) {
     record::NativeOptions options;
     options.spawn.argv = command;
@@ -36,6 +39,7 @@ int RunRecordNative(const std::vector<std::string>& command, const std::string& 
     const auto start = std::chrono::steady_clock::now();
     core::Expected<record::NativeResult> r = record::RecordNative(options, log_path);
     if (!r.ok()) return Fail(r.status());
+    program_status = r->end == record::NativeLog::End::kExited ? r->status : 128 + r->status;
     std::fprintf(
         stderr,
         "%s: record phase %.3f s (%llu system calls, %llu rdtsc, %llu held signals; "
@@ -45,6 +49,7 @@ int RunRecordNative(const std::vector<std::string>& command, const std::string& 
         r->cpuid == record::NativeLog::Cpuid::kPortable ? "portable (faulting)"
                                                         : "of this CPU (no faulting)");
   }
+  if (log_only) return program_status;
   core::Expected<record::NativeLog> native_log = record::ReadNativeLog(log_path);
   if (!native_log.ok()) return Fail(native_log.status());
   core::Expected<std::unique_ptr<record::UsercornSink>> sink =

@@ -38,7 +38,7 @@ Commands:
                                   (default: at the end, depth 8)
   record [-o FILE] [--max-insns N] [--no-reads] [--follow parent|child]
          [--engine ptrace|emu|native] [--cpuid native|portable] [--no-vdso]
-         [--log LOG] -- PROG [ARGS]
+         [--log LOG] [--log-only] -- PROG [ARGS]
                                   run PROG under ptrace and record every instruction
                                   into a usercorn trace (default FILE: PROG.ucir);
                                   its memory reads too unless --no-reads; after fork,
@@ -52,7 +52,8 @@ Commands:
                                   --engine native: PROG runs natively, system calls
                                   and rdtsc are logged (LOG, default FILE.nlog), then
                                   the emu engine materializes the trace from the log
-                                  (no threads, fork or exec)
+                                  (no threads, fork or exec); --log-only: stop
+                                  after the log
   record --engine native --from-log LOG [-o FILE]
                                   materialize a kept log again (same machine)
   help                            this text

@@ -66,7 +66,7 @@ struct NativeResult {
 };
 
 // What the program gets in GLIBC_TUNABLES without CPUID faulting.
-inline constexpr char kHostCpuidTunables[] = "glibc.cpu.hwcaps=-OSXSAVE,-XSAVE,-XSAVEC";
+inline constexpr char kHostCpuidTunables[] = "glibc.cpu.hwcaps=-OSXSAVE,-XSAVE,-XSAVEC,-ERMS";
 
 // Whether this machine can make cpuid fault (arch_prctl(ARCH_SET_CPUID)).
 bool CpuidFaultingAvailable();
