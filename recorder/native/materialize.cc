@@ -11,10 +11,12 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
+
+extern char** environ;
 
 #include "backstep/core/hex.h"
 #include "recorder/emu/emu_recorder.h"
-#include "recorder/native/native_recorder.h"
 #include "recorder/syscall_effects.h"
 
 namespace backstep::record {
@@ -204,11 +206,6 @@ core::Status CheckSameWorld(const NativeLog& log) {
     return core::Status::InvalidArgument("materialize in the recording's working directory (" +
                                          log.cwd + ")");
   }
-  if (log.environment_hash != EnvironmentHash()) {
-    return core::Status::InvalidArgument(
-        "materialize with the recording's environment: it differs (the program's initial stack "
-        "would)");
-  }
   for (const LoggedFile& f : log.files) {
     struct stat st {};
     const bool same = stat(f.path.c_str(), &st) == 0 &&
@@ -225,6 +222,24 @@ core::Status CheckSameWorld(const NativeLog& log) {
   return core::Status::Ok();
 }
 
+// For its lifetime, the process environment (which the emu engine's
+// program inherits) is `strings`; restored after.
+class ScopedEnviron {
+ public:
+  explicit ScopedEnviron(const std::vector<std::string>& strings) : saved_(environ) {
+    for (const std::string& e : strings) pointers_.push_back(const_cast<char*>(e.c_str()));
+    pointers_.push_back(nullptr);
+    environ = pointers_.data();
+  }
+  ~ScopedEnviron() { environ = saved_; }
+  ScopedEnviron(const ScopedEnviron&) = delete;
+  ScopedEnviron& operator=(const ScopedEnviron&) = delete;
+
+ private:
+  char** saved_;
+  std::vector<char*> pointers_;
+};
+
 }  // namespace
 
 core::Expected<RecordResult> Materialize(const NativeLog& log, RecordingSink& sink) {
@@ -233,7 +248,8 @@ core::Expected<RecordResult> Materialize(const NativeLog& log, RecordingSink& si
         "materialization needs the emu engine: backstep was built without Unicorn");
   }
   if (log.argv.empty()) return core::Status::Corruption("native log: no program");
-  const ProgramEnvironment environment(log.cpuid);
+  // The program gets the recording's environment (its initial stack holds it).
+  const ScopedEnviron environment(log.environment);
   if (core::Status s = CheckSameWorld(log); !s.ok()) return s;
   EmuOptions emu;
   emu.at_random.assign(log.at_random.begin(), log.at_random.end());

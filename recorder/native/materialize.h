@@ -5,15 +5,16 @@
 // kernel and the CPU, and writes into `sink` the trace an emu recording of
 // that run would be (the same positions, registers and writes).
 //
-// The program is started again (same argv, ASLR off, the vDSO hidden,
-// AT_RANDOM's bytes from the log, GLIBC_TUNABLES as native_recorder.h gives
-// it) as the snapshot of its initial image; the environment, working directory and files mapped at
-// exec must be the recording's (checked first). System calls whose effect lives in the process's
-// kernel state run for real in the emu engine's tracee and must return what they returned natively:
-// mmap (a file mapping becomes an anonymous one at the same address, filled with the logged
-// contents), munmap, mprotect, brk, mremap, madvise, arch_prctl, rt_sigaction, rt_sigprocmask,
-// sigaltstack, rt_sigreturn, exit, exit_group. Every other one is answered: its logged result and
-// memory writes.
+// The program is started again (the log's argv and environment, ASLR off,
+// the vDSO hidden, AT_RANDOM's bytes from the log) as the snapshot of its
+// initial image; the working directory and the files mapped at exec must
+// be the recording's (checked first). System calls whose effect lives in
+// the process's kernel state run for real in the emu engine's tracee and
+// must return what they returned natively: mmap (a file mapping becomes an
+// anonymous one at the same address, filled with the logged contents),
+// munmap, mprotect, brk, mremap, madvise, arch_prctl, rt_sigaction,
+// rt_sigprocmask, sigaltstack, rt_sigreturn, exit, exit_group. Every other
+// one is answered: its logged result and memory writes.
 //
 // Divergence is never silent: at every system call the emulated registers
 // (rax is the number; every GPR but rcx and r11, which `syscall` itself
@@ -25,7 +26,8 @@
 // Not materialized yet (Unsupported): a held signal delivered after a system
 // call (LoggedSyscall::signal_after).
 //
-// Thread-safety: one materialization per thread; with a host-CPUID log
+// Thread-safety: one materialization per process (the process environment
+// is the log's while it runs); with a host-CPUID log
 // (NativeLog::Cpuid::kHost) the calling thread is pinned to the log's CPU
 // while it runs.
 #pragma once

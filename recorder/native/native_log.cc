@@ -92,7 +92,8 @@ core::Status WriteNativeLog(const NativeLog& log, const std::string& path) {
   w.U64(log.argv.size());
   for (const std::string& a : log.argv) w.String(a);
   w.String(log.cwd);
-  w.U64(log.environment_hash);
+  w.U64(log.environment.size());
+  for (const std::string& e : log.environment) w.String(e);
   w.Raw(log.at_random.data(), log.at_random.size());
   w.U64(static_cast<std::uint64_t>(log.cpuid));
   w.U64(static_cast<std::uint64_t>(static_cast<std::int64_t>(log.cpu)));
@@ -153,7 +154,8 @@ core::Expected<NativeLog> ReadNativeLog(const std::string& path) {
   log.argv.resize(r.Count(8));
   for (std::string& a : log.argv) r.String(&a);
   r.String(&log.cwd);
-  log.environment_hash = r.U64();
+  log.environment.resize(r.Count(8));
+  for (std::string& e : log.environment) r.String(&e);
   r.Raw(log.at_random.data(), log.at_random.size());
   const std::uint64_t cpuid = r.U64();
   if (cpuid > 1) r.Fail("bad CPUID mode " + std::to_string(cpuid));
@@ -187,13 +189,10 @@ core::Expected<NativeLog> ReadNativeLog(const std::string& path) {
   return log;
 }
 
-std::uint64_t EnvironmentHash() {
-  std::uint64_t h = 14695981039346656037ull;
-  for (char** e = environ; e && *e; ++e) {
-    for (const char* c = *e; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
-    h = (h ^ 0xff) * 1099511628211ull;  // separator
-  }
-  return h;
+std::vector<std::string> CurrentEnvironment() {
+  std::vector<std::string> out;
+  for (char** e = environ; e && *e; ++e) out.emplace_back(*e);
+  return out;
 }
 
 std::array<std::uint32_t, 12> CpuSignature() {

@@ -3,8 +3,8 @@
 // (materialize.h) needs besides the program itself to re-execute that run in
 // the emulator: every system call's registers at entry, its result and the
 // memory the kernel wrote; every rdtsc/rdtscp's value; the CPUID the program
-// saw; AT_RANDOM's bytes; and, to refuse a materialization that would
-// diverge, the environment and the files mapped at exec.
+// saw; AT_RANDOM's bytes; its environment; and, to refuse a materialization
+// that would diverge, the working directory and the files mapped at exec.
 //
 // File format (little-endian, written atomically): "BSNLOG01", then the
 // header fields and the records in the order of the struct below, strings
@@ -47,7 +47,7 @@ struct LoggedFile {
 struct NativeLog {
   std::vector<std::string> argv;
   std::string cwd;
-  std::uint64_t environment_hash = 0;
+  std::vector<std::string> environment;  // what the program got (materialization gives it again)
   std::array<std::uint8_t, 16> at_random{};
   // kPortable: CPUID faulted and PortableCpuid() answered; kHost: the CPU
   // answered (no CPUID faulting), on CPU `cpu` of a machine whose CPUID
@@ -65,8 +65,8 @@ struct NativeLog {
 core::Status WriteNativeLog(const NativeLog& log, const std::string& path);
 core::Expected<NativeLog> ReadNativeLog(const std::string& path);
 
-// FNV-1a of the environment strings (what materialization compares).
-std::uint64_t EnvironmentHash();
+// The process environment's strings (what a program spawned now gets).
+std::vector<std::string> CurrentEnvironment();
 // CPUID leaves 0, 1 and 7 (eax..edx) of the CPU running the caller.
 std::array<std::uint32_t, 12> CpuSignature();
 

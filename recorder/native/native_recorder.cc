@@ -125,7 +125,7 @@ core::Status NativeSession::Start() {
   log_.argv = options_.spawn.argv;
   char cwd[4096] = {};
   if (getcwd(cwd, sizeof cwd)) log_.cwd = cwd;
-  log_.environment_hash = EnvironmentHash();
+  log_.environment = CurrentEnvironment();
   return InstallSyscallTrap(tracee_);
 }
 
