@@ -138,10 +138,10 @@ core::Expected<Stop> LogAnswerer::Answer(Tracee& tracee, const user_regs_struct&
   const LoggedSyscall& logged = log_.syscalls[next_];
   if (core::Status s = CompareEntry(regs, logged); !s.ok()) return s;
   if (logged.signal_after) {
-    return core::Status::Unsupported("materialization: the recording delivered signal " +
-                                     std::to_string(logged.signal_after) + " after system call #" +
-                                     std::to_string(next_) +
-                                     " (held signals are not materialized yet)");
+    return core::Status::Unsupported(
+        "materialization: the recording delivered signal " + std::to_string(logged.signal_after) +
+        " as system call #" + std::to_string(next_) +
+        " returned (signals are not materialized yet: record with --engine emu or ptrace)");
   }
   const std::uint64_t nr = regs.rax, result = logged.exit.rax;
   const bool failed = result > ~std::uint64_t{4095};

@@ -14,6 +14,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "backstep/core/hex.h"
@@ -59,6 +60,10 @@ class NativeSession {
 
  private:
   core::Status OnSyscall();
+  // At a signal-delivery-stop: delivers it now (*deliver) when it is the one
+  // pending at the last system call's return, and logs it there.
+  bool DeliverAtSyscallReturn(int sig, const user_regs_struct& regs, int* deliver);
+  bool SignalPending() const;
   // At the exit stop: the memory the kernel wrote for `call`.
   void CollectWrites(LoggedSyscall* call, bool full_diff);
   core::Status EmulateRdtsc(const user_regs_struct& regs, bool* done);
@@ -71,8 +76,14 @@ class NativeSession {
   NativeLog log_;
   NativeResult result_;
   AddressSpace entry_memory_;  // writable memory at the entry of an unknown system call
-  std::vector<int> held_;      // signals to deliver at the next system call's return
-  int deliver_after_ = 0;      // the one OnSyscall() logged for the call that returns
+  // Signals that arrived while the program computed, with their siginfo:
+  // the first is queued again when the next system call returns.
+  std::vector<siginfo_t> held_;
+  std::optional<siginfo_t> requeued_;  // the one queued again (its siginfo restored)
+  // The program is at a system call's return with a signal pending: the
+  // next stop, at `exit_rip_`, delivers it before any instruction runs.
+  bool pending_at_exit_ = false;
+  std::uint64_t exit_rip_ = 0;
   bool ended_ = false;
 };
 
@@ -235,10 +246,10 @@ core::Status NativeSession::OnSyscall() {
   if (full_diff) {
     if (core::Status s = entry_memory_.Init(tracee_); !s.ok()) return s;
   }
-  // Run it to its exit stop, holding any signal that arrives meanwhile.
-  int deliver = 0;
+  // Run it to its exit stop (signals are delivered only on the way back to
+  // the program, after it).
   while (true) {
-    if (ptrace(PTRACE_SYSCALL, pid_, nullptr, deliver) != 0)
+    if (ptrace(PTRACE_SYSCALL, pid_, nullptr, 0) != 0)
       return core::Status::IOError("PTRACE_SYSCALL: " + Errno());
     core::Expected<int> status = Wait();
     if (!status.ok()) return status.status();
@@ -250,20 +261,47 @@ core::Status NativeSession::OnSyscall() {
       return core::Status::Ok();
     }
     if (WSTOPSIG(*status) == (SIGTRAP | 0x80)) break;
-    held_.push_back(WSTOPSIG(*status));
-    ++result_.held_signals;
   }
   if (core::Status s = tracee_.GetRegs(&call.exit); !s.ok()) return s;
-  // Interrupted by a held signal: the kernel runs it again (logged then).
-  if (Restarts(call.exit.rax)) return core::Status::Ok();
-  CollectWrites(&call, full_diff);
-  if (!held_.empty()) {
-    call.signal_after = deliver_after_ = held_.front();
+  // A held signal is queued again: delivered as this call returns.
+  if (!held_.empty() && !requeued_) {
+    requeued_ = held_.front();
     held_.erase(held_.begin());
+    syscall(SYS_tgkill, pid_, pid_, requeued_->si_signo);
   }
+  pending_at_exit_ = SignalPending();
+  exit_rip_ = call.exit.rip;
+  // Interrupted by a signal (it is pending): the kernel runs the call again
+  // unless a handler runs; logged only with that signal.
+  if (Restarts(call.exit.rax) && !pending_at_exit_) return core::Status::Ok();
+  CollectWrites(&call, full_diff);
   log_.syscalls.push_back(std::move(call));
   ++result_.syscalls;
   return core::Status::Ok();
+}
+
+bool NativeSession::SignalPending() const {
+  siginfo_t info;
+  for (const std::uint32_t flags : {0u, std::uint32_t{PTRACE_PEEKSIGINFO_SHARED}}) {
+    __ptrace_peeksiginfo_args args{0, flags, 1};
+    if (ptrace(PTRACE_PEEKSIGINFO, pid_, &args, &info) > 0) return true;
+  }
+  return false;
+}
+
+bool NativeSession::DeliverAtSyscallReturn(int sig, const user_regs_struct& regs, int* deliver) {
+  const bool now = pending_at_exit_ && regs.rip == exit_rip_ && !log_.syscalls.empty() &&
+                   log_.syscalls.back().exit.rip == exit_rip_;
+  pending_at_exit_ = false;
+  if (!now) return false;
+  if (requeued_ && requeued_->si_signo == sig) {
+    // The original siginfo (sender, code), not the recorder's tgkill's.
+    ptrace(PTRACE_SETSIGINFO, pid_, nullptr, &*requeued_);
+    requeued_.reset();
+  }
+  log_.syscalls.back().signal_after = sig;
+  *deliver = sig;
+  return true;
 }
 
 core::Status NativeSession::Run() {
@@ -282,17 +320,18 @@ core::Status NativeSession::Run() {
     const int event = *status >> 16;
     if (sig == SIGTRAP && event == PTRACE_EVENT_SECCOMP) {
       if (core::Status s = OnSyscall(); !s.ok()) return s;
-      // A held signal is delivered as the call returns (logged with it).
-      deliver = deliver_after_;
-      deliver_after_ = 0;
       continue;
     }
-    if (event != 0 || sig == (SIGTRAP | 0x80)) continue;  // refused earlier; a stray stop
+    if (event != 0 || sig == (SIGTRAP | 0x80)) {  // refused earlier; a stray stop
+      pending_at_exit_ = false;
+      continue;
+    }
     siginfo_t info{};
     ptrace(PTRACE_GETSIGINFO, pid_, nullptr, &info);
+    user_regs_struct regs{};
+    if (core::Status s = tracee_.GetRegs(&regs); !s.ok()) return s;
+    if (DeliverAtSyscallReturn(sig, regs, &deliver)) continue;
     if (sig == SIGSEGV && info.si_code == SI_KERNEL) {
-      user_regs_struct regs{};
-      if (core::Status s = tracee_.GetRegs(&regs); !s.ok()) return s;
       bool done = false;
       if (core::Status s = EmulateRdtsc(regs, &done); !s.ok()) return s;
       if (done) continue;
@@ -306,7 +345,7 @@ core::Status NativeSession::Run() {
       deliver = sig;
       continue;
     }
-    held_.push_back(sig);
+    held_.push_back(info);
     ++result_.held_signals;
   }
   return core::Status::Ok();

@@ -14,7 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -196,6 +198,55 @@ TEST(NativeDivergence, EditedLogIsCaughtAtTheSystemCall) {
       << why;
   std::remove(log_path.c_str());
   std::remove(trace.c_str());
+}
+
+TEST(NativeRecord, ThreadsAndProcessesAreRefused) {
+  const std::string log_path = ::testing::TempDir() + "/refused.nlog";
+  for (const auto& [program, why] :
+       {std::pair{"threads_O2_static", "the program creates a thread (clone with CLONE_THREAD"},
+        std::pair{"forks_O2_static", "the program creates a process (fork/vfork/clone"}}) {
+    const std::string error = RecordLog(program, log_path);
+    EXPECT_NE(error.find(why), std::string::npos) << program << ": " << error;
+  }
+}
+
+// Signals the program raises or that interrupt a system call are delivered
+// as that call returns, as without the recorder (the program's output is
+// its native one); materialization refuses them, naming the call.
+TEST(NativeRecord, SignalsAreDeliveredAtTheSystemCallsReturn) {
+  const std::string log_path = ::testing::TempDir() + "/signals.nlog";
+  const std::string out_path = ::testing::TempDir() + "/signals.out";
+  NativeOptions options;
+  options.spawn.argv = {Program("signals_O2_static")};
+  options.spawn.stdout_fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(options.spawn.stdout_fd, 0);
+  core::Expected<NativeResult> r = RecordNative(options, log_path);
+  close(options.spawn.stdout_fd);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->end, NativeLog::End::kExited);
+  std::ifstream in(out_path);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "usr1 10 alrm 14 handled 107");
+  core::Expected<NativeLog> log = ReadNativeLog(log_path);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  std::vector<int> delivered;
+  std::size_t first = log->syscalls.size();
+  for (std::size_t k = 0; k < log->syscalls.size(); ++k) {
+    if (!log->syscalls[k].signal_after) continue;
+    delivered.push_back(log->syscalls[k].signal_after);
+    first = std::min(first, k);
+  }
+  EXPECT_EQ(delivered, (std::vector<int>{SIGUSR1, SIGALRM}));
+  ASSERT_LT(first, log->syscalls.size());
+  EXPECT_EQ(log->syscalls[first].entry.orig_rax, 234u);  // tgkill: raise()
+  core::Expected<RecordResult> m = MaterializeTo(*log, ::testing::TempDir() + "/signals.ucir");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("delivered signal 10 as system call #" +
+                                      std::to_string(first) + " returned"),
+            std::string::npos)
+      << m.status().message();
+  for (const std::string& p : {log_path, out_path}) std::remove(p.c_str());
 }
 
 TEST(NativeLog, DamagedLogIsRefusedWithItsOffset) {
