@@ -31,9 +31,12 @@
 //
 // Signals: a fault (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP raised by the
 // kernel) is delivered at once (the emulator raises it again at the same
-// instruction). Any other signal is held and delivered when the next system
-// call returns, and logged there (LoggedSyscall::signal_after); a program
-// that makes no more system calls never gets it.
+// instruction). A signal pending when a system call returns (raise(), one
+// that interrupted it) is delivered then, before any instruction, and
+// logged with that call (LoggedSyscall::signal_after). Any other signal is
+// held and queued again (its siginfo restored) when the next system call
+// returns, then delivered and logged the same way; a program that makes no
+// more system calls never gets it.
 //
 // Refused (Unsupported; the program is killed): threads (clone with
 // CLONE_THREAD, clone3), fork/vfork/clone of a process (the child would
