@@ -139,13 +139,14 @@ TEST_P(NativeCrossCheck, MaterializedTraceEqualsEmuTrace) {
 }
 
 // The engine cross-check's programs (emu/emu_crosscheck_test.cc), static
-// -O2 builds, and one dynamic PIE build (ld.so, lazy binding, glibc's string
-// functions).
+// -O2 builds, one dynamic PIE build (ld.so, lazy binding, glibc's string
+// functions), and faults.c (SIGSEGV and SIGFPE from instructions, with
+// handlers: delivered natively at once, raised again by the emulator).
 INSTANTIATE_TEST_SUITE_P(Programs, NativeCrossCheck,
                          ::testing::Values("loop_O2_static", "strings_O2_static",
                                            "syscalls_O2_static", "scenario_O2_static",
                                            "dataflow_O2_static", "tracepoints_O2_static",
-                                           "strings_O0_pie"),
+                                           "strings_O0_pie", "faults_O2_static"),
                          [](const auto& p) { return p.param; });
 
 TEST(NativeDivergence, EditedLogIsCaughtAtTheSystemCall) {
