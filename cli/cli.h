@@ -74,6 +74,12 @@ int RunDump(Args& args);
 int RunConvert(Args& args);
 int RunExport(Args& args);
 int RunRecord(Args& args);
+// `record --engine native` (cmd_record_native.cc), called by RunRecord once
+// the options are parsed: `command` (empty with --from-log), the trace path;
+// `log_only`: the record phase only (materialize later with --from-log).
+int RunRecordNative(const std::vector<std::string>& command, const std::string& path,
+                    bool portable_cpuid, const std::optional<std::string>& log,
+                    const std::optional<std::string>& from_log, bool log_only);
 int RunServe(Args& args);
 int RunOrigin(Args& args);
 

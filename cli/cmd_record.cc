@@ -1,6 +1,7 @@
 // backstep record [-o FILE] [--max-insns N] [--no-reads] [--follow parent|child]
-//                 [--engine ptrace|emu] [--cpuid native|portable] [--no-vdso]
-//                 -- PROG [ARGS]
+//                 [--engine ptrace|emu|native] [--cpuid native|portable] [--no-vdso]
+//                 [--log LOG] [--log-only] -- PROG [ARGS]
+// backstep record --engine native --from-log LOG [-o FILE]
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,6 +40,9 @@ int RunRecord(Args& args) {
   const std::string engine = args.TakeOption("engine").value_or("ptrace");
   std::optional<std::string> cpuid = args.TakeOption("cpuid");
   const bool no_vdso = args.TakeFlag("no-vdso");
+  std::optional<std::string> log = args.TakeOption("log");  // --engine native
+  std::optional<std::string> from_log = args.TakeOption("from-log");
+  const bool log_only = args.TakeFlag("log-only");
   // `-o FILE` (one dash) is not an Args option: take it from the positionals.
   std::vector<std::string> rest = args.Positionals();
   if (!output && rest.size() == 2 && rest[0] == "-o") {
@@ -50,8 +54,23 @@ int RunRecord(Args& args) {
   }
   if (!rest.empty())
     return Usage("record: unexpected '" + rest[0] + "' (put the program after --)");
+  // --engine native (cmd_record_native.cc): its own options.
+  if (engine == "native") {
+    if (max || no_reads || reads || follow || no_vdso || (cpuid && *cpuid == "native"))
+      return Usage(
+          "record: --engine native takes only -o, --cpuid portable, --log and --from-log (no "
+          "reads, no --max-insns, the parent only, the vDSO hidden)");
+    if (from_log ? !command.empty() || log || log_only : command.empty())
+      return Usage("record: --engine native wants -- PROG [ARGS] or --from-log LOG");
+    return RunRecordNative(command,
+                           output ? *output : DefaultOutput(from_log ? *from_log : command[0]),
+                           cpuid == "portable", log, from_log, log_only);
+  }
+  if (log || from_log || log_only)
+    return Usage("record: --log, --log-only and --from-log are for --engine native");
   if (command.empty()) return Usage("record: no program (usage: record [-o FILE] -- PROG [ARGS])");
-  if (engine != "ptrace" && engine != "emu") return Usage("record: --engine is ptrace or emu");
+  if (engine != "ptrace" && engine != "emu")
+    return Usage("record: --engine is ptrace, emu or native");
   if (cpuid && *cpuid != "native" && *cpuid != "portable")
     return Usage("record: --cpuid is native or portable");
   if (engine == "emu" && cpuid == "native")

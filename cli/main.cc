@@ -37,7 +37,8 @@ Commands:
                                   instruction, its source register or memory, recursively
                                   (default: at the end, depth 8)
   record [-o FILE] [--max-insns N] [--no-reads] [--follow parent|child]
-         [--engine ptrace|emu] [--cpuid native|portable] [--no-vdso] -- PROG [ARGS]
+         [--engine ptrace|emu|native] [--cpuid native|portable] [--no-vdso]
+         [--log LOG] [--log-only] -- PROG [ARGS]
                                   run PROG under ptrace and record every instruction
                                   into a usercorn trace (default FILE: PROG.ucir);
                                   its memory reads too unless --no-reads; after fork,
@@ -47,7 +48,14 @@ Commands:
                                   threads, signals or reads);
                                   --cpuid portable: the CPUID both engines show;
                                   --no-vdso: clock functions make system calls, as
-                                  with --engine emu
+                                  with --engine emu;
+                                  --engine native: PROG runs natively, system calls
+                                  and rdtsc are logged (LOG, default FILE.nlog), then
+                                  the emu engine materializes the trace from the log
+                                  (no threads, fork or exec); --log-only: stop
+                                  after the log
+  record --engine native --from-log LOG [-o FILE]
+                                  materialize a kept log again (same machine)
   help                            this text
 
 Formats (read; those marked "write" also by convert --to):

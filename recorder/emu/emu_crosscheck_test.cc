@@ -30,12 +30,11 @@
 #include "recorder/emu/emu_recorder.h"
 #include "recorder/recorder.h"
 #include "recorder/replayed_state_test_util.h"
+#include "recorder/trace_compare_test_util.h"
 #include "recorder/usercorn_sink.h"
 
 namespace backstep::record {
 namespace {
-
-constexpr std::uint64_t kPageSize = 4096;
 
 using Replay = test_util::ReplayedState;
 
@@ -169,45 +168,6 @@ void RecordWith(bool emu, const std::string& program, Recording* out, EmuOptions
   out->result = result;
 }
 
-const char* const kGprs[] = {"rax", "rbx",    "rcx", "rdx", "rsi",     "rdi",    "rbp", "rsp",
-                             "r8",  "r9",     "r10", "r11", "r12",     "r13",    "r14", "r15",
-                             "rip", "eflags", "cs",  "ss",  "fs_base", "gs_base"};
-
-void CompareRegisters(const Replay& p, const Replay& e, std::uint64_t k, bool fp) {
-  const core::ArchDescription& arch = core::X86_64();
-  auto compare = [&](const std::string& name) {
-    const core::RegisterId id = *arch.Find(name);
-    ASSERT_EQ(p.regs.known(id), e.regs.known(id)) << name << " known at position " << k;
-    if (!p.regs.known(id)) return;
-    const auto a = p.regs.bytes(id), b = e.regs.bytes(id);
-    ASSERT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end()))
-        << name << " at position " << k << ": ptrace 0x" << std::hex << p.regs.u64(id) << ", emu 0x"
-        << e.regs.u64(id) << " (rip 0x" << p.regs.u64(*arch.Find("rip")) << ")";
-  };
-  for (const char* name : kGprs) compare(name);
-  if (!fp) return;
-  for (const char* name : {"fctrl", "fstat", "ftag", "mxcsr"}) compare(name);
-  for (int i = 0; i < 8; ++i) compare("fpr" + std::to_string(i));
-  for (int i = 0; i < 16; ++i) compare("xmm" + std::to_string(i));
-}
-
-void CompareBytes(const Replay& p, const Replay& e, core::Address a, std::size_t n,
-                  std::uint64_t k) {
-  for (std::size_t i = 0; i < n; ++i) {
-    ASSERT_EQ(p.ByteOrZero(a + i), e.ByteOrZero(a + i))
-        << "memory at 0x" << std::hex << a + i << std::dec << " at position " << k;
-  }
-}
-
-void CompareAllMemory(const Replay& p, const Replay& e, std::uint64_t k) {
-  for (const Replay* r : {&p, &e}) {
-    for (const auto& [page, contents] : r->pages) {
-      CompareBytes(p, e, page * kPageSize, kPageSize, k);
-      if (::testing::Test::HasFatalFailure()) return;
-    }
-  }
-}
-
 class EngineCrossCheck : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EngineCrossCheck, EmuTraceEqualsPtraceTrace) {
@@ -230,51 +190,8 @@ TEST_P(EngineCrossCheck, EmuTraceEqualsPtraceTrace) {
   EXPECT_EQ(emu_rec.result.instructions, ptrace_rec.result.instructions);
   EXPECT_EQ(emu_rec.result.syscalls, ptrace_rec.result.syscalls);
 
-  auto psrc = core::MapFile(ptrace_rec.path);
-  auto esrc = core::MapFile(emu_rec.path);
-  ASSERT_TRUE(psrc.ok() && esrc.ok());
-  auto preader = core::OpenTraceSource(*psrc);
-  auto ereader = core::OpenTraceSource(*esrc);
-  ASSERT_TRUE(preader.ok()) << preader.status().message();
-  ASSERT_TRUE(ereader.ok()) << ereader.status().message();
-  Replay p(**preader), e(**ereader);
-  CompareRegisters(p, e, 0, true);
+  test_util::CompareTraces(ptrace_rec.path, emu_rec.path, "ptrace", "emu");
   if (HasFatalFailure()) return;
-  CompareAllMemory(p, e, 0);
-  if (HasFatalFailure()) return;
-
-  core::Event pe, ee;
-  std::uint64_t k = 0;
-  while (true) {
-    core::Expected<bool> pm = (*preader)->Next(&pe);
-    core::Expected<bool> em = (*ereader)->Next(&ee);
-    ASSERT_TRUE(pm.ok() && em.ok());
-    ASSERT_EQ(*pm, *em) << "one trace ends at position " << k;
-    if (!*pm) break;
-    ASSERT_EQ(static_cast<int>(pe.kind), static_cast<int>(ee.kind)) << "event kind at " << k;
-    // The same registers written by each event (both engines record the
-    // registers an instruction changed, nothing else).
-    std::vector<core::RegisterId> pregs, eregs;
-    for (const core::RegisterWrite& w : pe.registers) pregs.push_back(w.reg);
-    for (const core::RegisterWrite& w : ee.registers) eregs.push_back(w.reg);
-    std::sort(pregs.begin(), pregs.end());
-    std::sort(eregs.begin(), eregs.end());
-    ASSERT_EQ(pregs, eregs) << "registers written by the event at position " << k;
-    p.Apply(pe);
-    e.Apply(ee);
-    ++k;
-    const bool syscall = pe.kind == core::EventKind::kSyscall;
-    CompareRegisters(p, e, k, syscall || k % 16 == 0);
-    if (HasFatalFailure()) return;
-    for (const core::Event* ev : {&pe, &ee}) {
-      for (const core::MemoryAccess& w : ev->writes)
-        CompareBytes(p, e, w.address, w.data.size(), k);
-      if (HasFatalFailure()) return;
-    }
-    if (k % 50000 == 0) CompareAllMemory(p, e, k);
-    if (HasFatalFailure()) return;
-  }
-  CompareAllMemory(p, e, k);
   std::remove(ptrace_rec.path.c_str());
   std::remove(emu_rec.path.c_str());
 }

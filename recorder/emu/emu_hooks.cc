@@ -35,12 +35,14 @@ void EmuSession::HookSyscall(uc_engine*, void* self) {
   static_cast<EmuSession*>(self)->OnSyscall();
 }
 
-int EmuSession::HookCpuid(uc_engine* uc, void*) {
+int EmuSession::HookCpuid(uc_engine* uc, void* self) {
   std::uint64_t rax = 0, rcx = 0;
   uc_reg_read(uc, UC_X86_REG_RAX, &rax);
   uc_reg_read(uc, UC_X86_REG_RCX, &rcx);
-  const CpuidResult r =
-      PortableCpuid(static_cast<std::uint32_t>(rax), static_cast<std::uint32_t>(rcx));
+  const auto leaf = static_cast<std::uint32_t>(rax), subleaf = static_cast<std::uint32_t>(rcx);
+  // Native recordings' hook (EmuOptions::cpuid): what the recorded program saw.
+  const EmuOptions& emu = static_cast<EmuSession*>(self)->emu_;
+  const CpuidResult r = emu.cpuid ? emu.cpuid(leaf, subleaf) : PortableCpuid(leaf, subleaf);
   std::uint64_t out[4] = {r.eax, r.ebx, r.ecx, r.edx};
   uc_reg_write(uc, UC_X86_REG_RAX, &out[0]);
   uc_reg_write(uc, UC_X86_REG_RBX, &out[1]);

@@ -53,9 +53,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "backstep/core/expected.h"
+#include "recorder/cpuid.h"
+#include "recorder/emu/syscall_source.h"
 #include "recorder/recorder.h"
 #include "recorder/recording_sink.h"
 
@@ -71,6 +74,11 @@ struct EmuOptions {
   std::vector<std::vector<std::uint8_t>> getrandom;
   // The values successive rdtsc/rdtscp return (edx:eax); beyond the list, the counter.
   std::vector<std::uint64_t> rdtsc;
+  // Hooks for materializing native recordings (recorder/native/): who
+  // answers system calls (null: the tracee runs them) and cpuid (empty:
+  // PortableCpuid()).
+  SyscallSource* syscalls = nullptr;
+  std::function<CpuidResult(std::uint32_t leaf, std::uint32_t subleaf)> cpuid;
 };
 
 // False when backstep was built without Unicorn (libunicorn-dev).

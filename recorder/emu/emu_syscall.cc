@@ -123,7 +123,9 @@ core::Expected<Stop> EmuSession::StepSyscall(core::Address pc, const user_regs_s
       return core::Status::IOError("PTRACE_SETFPREGS: " + std::string(std::strerror(errno)));
   }
   if (core::Status s = tracee_.SetRegs(before); !s.ok()) return s;
-  core::Expected<Stop> stop = tracee_.Step();
+  // Native recordings' hook (EmuOptions::syscalls): the log answers.
+  core::Expected<Stop> stop =
+      emu_.syscalls ? emu_.syscalls->Answer(tracee_, before) : tracee_.Step();
   while (stop.ok() && stop->kind == Stop::kEvent && forks && stop->event != PTRACE_EVENT_EXEC &&
          options_.follow == RecordOptions::Follow::kParent) {
     // The child runs untraced, as without the recorder (untraced.h); the

@@ -1,0 +1,306 @@
+#include "recorder/native/materialize.h"
+
+#include <cpuid.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+extern char** environ;
+
+#include "backstep/core/hex.h"
+#include "recorder/emu/emu_recorder.h"
+#include "recorder/syscall_effects.h"
+
+namespace backstep::record {
+namespace {
+
+constexpr std::uint64_t kTf = 1u << 8, kRf = 1u << 16;
+
+// Forwards everything to the real sink, counting positions (instructions
+// and signal deliveries) so that a divergence can name its position.
+class CountingSink : public RecordingSink {
+ public:
+  explicit CountingSink(RecordingSink& sink) : sink_(sink) {}
+  core::Status OnStart(const StartInfo& start) override { return sink_.OnStart(start); }
+  void OnInstruction(const InstructionRecord& insn) override {
+    ++positions_;
+    sink_.OnInstruction(insn);
+  }
+  void OnSyscall(const SyscallRecord& syscall) override { sink_.OnSyscall(syscall); }
+  void OnSignal(const SignalRecord& signal) override {
+    ++positions_;
+    sink_.OnSignal(signal);
+  }
+  void OnKilled(int signal) override { sink_.OnKilled(signal); }
+  core::Status Finish(bool exited) override { return sink_.Finish(exited); }
+  std::uint64_t positions() const { return positions_; }
+
+ private:
+  RecordingSink& sink_;
+  std::uint64_t positions_ = 0;
+};
+
+// System calls run for real in the tracee (their effect is kernel state the
+// emu engine reads back: mappings, fs base, signal dispositions, the frame).
+bool RunsForReal(std::uint64_t nr) {
+  switch (nr) {
+    case SYS_mmap:
+    case SYS_munmap:
+    case SYS_mprotect:
+    case SYS_brk:
+    case SYS_mremap:
+    case SYS_madvise:
+    case SYS_arch_prctl:
+    case SYS_rt_sigaction:
+    case SYS_rt_sigprocmask:
+    case SYS_sigaltstack:
+    case SYS_rt_sigreturn:
+    case SYS_exit:
+    case SYS_exit_group:
+      return true;
+    default:
+      return false;
+  }
+}
+
+class LogAnswerer : public SyscallSource {
+ public:
+  LogAnswerer(const NativeLog& log, const CountingSink& sink) : log_(log), sink_(sink) {
+    SkipRseq();
+  }
+
+  core::Expected<Stop> Answer(Tracee& tracee, const user_regs_struct& regs) override;
+  std::size_t answered() const { return next_; }
+
+ private:
+  // rseq: the emu engine answers it itself (ENOSYS), as the record phase did.
+  void SkipRseq() {
+    while (next_ < log_.syscalls.size() && log_.syscalls[next_].entry.orig_rax == kSysRseq) ++next_;
+  }
+  // `index`: the log's system call the emulated one is compared with.
+  core::Status Diverged(const user_regs_struct& regs, const std::string& difference) const {
+    return Diverged(regs, difference, next_);
+  }
+  core::Status Diverged(const user_regs_struct& regs, const std::string& difference,
+                        std::size_t index) const {
+    return core::Status::Corruption("materialization diverged from the recording at position " +
+                                    std::to_string(sink_.positions()) + " (system call #" +
+                                    std::to_string(index) + ", `syscall` at " +
+                                    core::HexU64(regs.rip) + "): " + difference);
+  }
+  core::Status CompareEntry(const user_regs_struct& regs, const LoggedSyscall& logged) const;
+
+  const NativeLog& log_;
+  const CountingSink& sink_;
+  std::size_t next_ = 0;
+};
+
+core::Status LogAnswerer::CompareEntry(const user_regs_struct& regs,
+                                       const LoggedSyscall& logged) const {
+  const user_regs_struct& e = logged.entry;
+  std::string diff;
+  auto check = [&](const char* name, std::uint64_t emulated, std::uint64_t recorded) {
+    if (emulated == recorded) return;
+    diff += std::string(diff.empty() ? "" : "; ") + name + " is " + core::HexU64(emulated) +
+            " in the emulation, " + core::HexU64(recorded) + " in the log";
+  };
+  check("rax (the system call number)", regs.rax, e.orig_rax);
+  check("rip", regs.rip + 2, e.rip);
+  const std::pair<const char*, unsigned long long user_regs_struct::*> same[] = {
+      {"rbx", &user_regs_struct::rbx},        {"rdx", &user_regs_struct::rdx},
+      {"rsi", &user_regs_struct::rsi},        {"rdi", &user_regs_struct::rdi},
+      {"rbp", &user_regs_struct::rbp},        {"rsp", &user_regs_struct::rsp},
+      {"r8", &user_regs_struct::r8},          {"r9", &user_regs_struct::r9},
+      {"r10", &user_regs_struct::r10},        {"r12", &user_regs_struct::r12},
+      {"r13", &user_regs_struct::r13},        {"r14", &user_regs_struct::r14},
+      {"r15", &user_regs_struct::r15},        {"fs_base", &user_regs_struct::fs_base},
+      {"gs_base", &user_regs_struct::gs_base}};
+  for (const auto& [name, field] : same) check(name, regs.*field, e.*field);
+  // `syscall` saved the flags in r11 natively.
+  check("eflags", regs.eflags & ~(kTf | kRf), e.r11 & ~(kTf | kRf));
+  return diff.empty() ? core::Status::Ok() : Diverged(regs, diff);
+}
+
+core::Expected<Stop> LogAnswerer::Answer(Tracee& tracee, const user_regs_struct& regs) {
+  if (next_ >= log_.syscalls.size()) {
+    return Diverged(regs, "the emulated program makes system call " + std::to_string(regs.rax) +
+                              " after the last of the log's " +
+                              std::to_string(log_.syscalls.size()) + " system calls");
+  }
+  const LoggedSyscall& logged = log_.syscalls[next_];
+  if (core::Status s = CompareEntry(regs, logged); !s.ok()) return s;
+  if (logged.signal_after) {
+    return core::Status::Unsupported(
+        "materialization: the recording delivered signal " + std::to_string(logged.signal_after) +
+        " as system call #" + std::to_string(next_) +
+        " returned (signals are not materialized yet: record with --engine emu or ptrace)");
+  }
+  const std::uint64_t nr = regs.rax, result = logged.exit.rax;
+  const bool failed = result > ~std::uint64_t{4095};
+  const bool ends = nr == SYS_exit || nr == SYS_exit_group;
+  ++next_;
+  SkipRseq();
+  if (RunsForReal(nr) && (!failed || ends)) {
+    user_regs_struct call = regs;
+    if (nr == SYS_mmap) {
+      // At the address it got natively; a file mapping becomes anonymous
+      // memory holding the logged contents (the file's descriptor exists
+      // only in the recorded process).
+      const bool file = !(regs.r10 & MAP_ANONYMOUS);
+      std::uint64_t flags = regs.r10;
+      if (file)
+        flags = (flags & ~std::uint64_t{MAP_SHARED | MAP_SHARED_VALIDATE}) | MAP_PRIVATE |
+                MAP_ANONYMOUS;
+      if (!(flags & MAP_FIXED)) flags |= MAP_FIXED_NOREPLACE;
+      call.rdi = result;
+      call.r10 = flags;
+      if (file) call.r8 = ~std::uint64_t{0}, call.r9 = 0;
+      if (core::Status s = tracee.SetRegs(call); !s.ok()) return s;
+    }
+    core::Expected<Stop> stop = tracee.Step();
+    if (!stop.ok() || stop->kind != Stop::kStepped) return stop;
+    user_regs_struct after{};
+    if (core::Status s = tracee.GetRegs(&after); !s.ok()) return s;
+    if (after.rax != result) {
+      return Diverged(regs,
+                      "system call " + std::to_string(nr) + " returned " + core::HexU64(after.rax) +
+                          " in the emulation, " + core::HexU64(result) + " in the log",
+                      next_ - 1);
+    }
+    if (nr == SYS_mmap) {
+      after.rdi = regs.rdi, after.r10 = regs.r10, after.r8 = regs.r8, after.r9 = regs.r9;
+      if (core::Status s = tracee.SetRegs(after); !s.ok()) return s;
+    }
+  } else {
+    user_regs_struct after = regs;
+    after.rax = result;
+    after.rip = regs.rip + 2;
+    after.rcx = after.rip;
+    after.r11 = regs.eflags;
+    if (core::Status s = tracee.SetRegs(after); !s.ok()) return s;
+  }
+  for (const LoggedWrite& w : logged.writes) {
+    if (core::Status s = tracee.WriteMemory(w.address, w.bytes); !s.ok()) return s;
+  }
+  return Stop{};
+}
+
+// The host CPU's cpuid on the calling thread (pinned to the log's CPU).
+CpuidResult HostCpuid(std::uint32_t leaf, std::uint32_t subleaf) {
+  CpuidResult r;
+  __cpuid_count(leaf, subleaf, r.eax, r.ebx, r.ecx, r.edx);
+  return r;
+}
+
+core::Status CheckSameWorld(const NativeLog& log) {
+  char cwd[4096] = {};
+  if (!getcwd(cwd, sizeof cwd) || log.cwd != cwd) {
+    return core::Status::InvalidArgument("materialize in the recording's working directory (" +
+                                         log.cwd + ")");
+  }
+  for (const LoggedFile& f : log.files) {
+    struct stat st {};
+    const bool same = stat(f.path.c_str(), &st) == 0 &&
+                      static_cast<std::uint64_t>(st.st_ino) == f.inode &&
+                      static_cast<std::uint64_t>(st.st_size) == f.size &&
+                      static_cast<std::uint64_t>(st.st_mtim.tv_sec) * 1000000000u +
+                              static_cast<std::uint64_t>(st.st_mtim.tv_nsec) ==
+                          f.mtime_ns;
+    if (!same) {
+      return core::Status::InvalidArgument(f.path +
+                                           " changed since the recording (it was mapped at exec)");
+    }
+  }
+  return core::Status::Ok();
+}
+
+// For its lifetime, the process environment (which the emu engine's
+// program inherits) is `strings`; restored after.
+class ScopedEnviron {
+ public:
+  explicit ScopedEnviron(const std::vector<std::string>& strings) : saved_(environ) {
+    for (const std::string& e : strings) pointers_.push_back(const_cast<char*>(e.c_str()));
+    pointers_.push_back(nullptr);
+    environ = pointers_.data();
+  }
+  ~ScopedEnviron() { environ = saved_; }
+  ScopedEnviron(const ScopedEnviron&) = delete;
+  ScopedEnviron& operator=(const ScopedEnviron&) = delete;
+
+ private:
+  char** saved_;
+  std::vector<char*> pointers_;
+};
+
+}  // namespace
+
+core::Expected<RecordResult> Materialize(const NativeLog& log, RecordingSink& sink) {
+  if (!EmulatorAvailable()) {
+    return core::Status::Unsupported(
+        "materialization needs the emu engine: backstep was built without Unicorn");
+  }
+  if (log.argv.empty()) return core::Status::Corruption("native log: no program");
+  // The program gets the recording's environment (its initial stack holds it).
+  const ScopedEnviron environment(log.environment);
+  if (core::Status s = CheckSameWorld(log); !s.ok()) return s;
+  EmuOptions emu;
+  emu.at_random.assign(log.at_random.begin(), log.at_random.end());
+  emu.rdtsc = log.rdtsc;
+  cpu_set_t saved;
+  CPU_ZERO(&saved);
+  const bool pinned = log.cpuid == NativeLog::Cpuid::kHost;
+  if (pinned) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    if (log.cpu < 0 || log.cpu >= CPU_SETSIZE)
+      return core::Status::Corruption("native log: bad CPU " + std::to_string(log.cpu));
+    CPU_SET(log.cpu, &one);
+    sched_getaffinity(0, sizeof saved, &saved);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) {
+      return core::Status::Unsupported("materialization runs on CPU " + std::to_string(log.cpu) +
+                                       " (the recording's CPUID), which this process cannot use");
+    }
+    if (CpuSignature() != log.cpu_signature) {
+      sched_setaffinity(0, sizeof saved, &saved);
+      return core::Status::Unsupported(
+          "the recording saw another CPU's CPUID (no CPUID faulting where it was recorded): "
+          "materialize it on a machine with the same CPU");
+    }
+    emu.cpuid = HostCpuid;
+  }
+  CountingSink counting(sink);
+  LogAnswerer answerer(log, counting);
+  emu.syscalls = &answerer;
+  RecordOptions options;
+  options.spawn.argv = log.argv;
+  options.hide_vdso = true;
+  options.portable_cpuid = true;
+  options.reads = false;
+  options.check_interval = 0;
+  core::Expected<RecordResult> result = RecordEmulated(options, counting, emu);
+  if (pinned) sched_setaffinity(0, sizeof saved, &saved);
+  if (!result.ok()) return result;
+  const bool same_end =
+      (log.end == NativeLog::End::kExited && result->end == RecordResult::End::kExited &&
+       result->exit_code == log.status) ||
+      (log.end == NativeLog::End::kKilled && result->end == RecordResult::End::kKilled &&
+       result->signal == log.status);
+  if (answerer.answered() != log.syscalls.size() || !same_end) {
+    return core::Status::Corruption(
+        "materialization diverged from the recording: the emulated program ended at position " +
+        std::to_string(counting.positions()) + " after " + std::to_string(answerer.answered()) +
+        " of the log's " + std::to_string(log.syscalls.size()) +
+        " system calls, or not as the recorded one did");
+  }
+  return result;
+}
+
+}  // namespace backstep::record

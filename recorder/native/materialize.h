@@ -1,0 +1,44 @@
+// Materialization, the second phase of `backstep record --engine native`:
+// the emu engine (emu/emu_recorder.h) re-executes the run a native log
+// (native_log.h) describes, from the program's initial image at exec,
+// answering its system calls, rdtsc and cpuid from the log instead of the
+// kernel and the CPU, and writes into `sink` the trace an emu recording of
+// that run would be (the same positions, registers and writes).
+//
+// The program is started again (the log's argv and environment, ASLR off,
+// the vDSO hidden, AT_RANDOM's bytes from the log) as the snapshot of its
+// initial image; the working directory and the files mapped at exec must
+// be the recording's (checked first). System calls whose effect lives in
+// the process's kernel state run for real in the emu engine's tracee and
+// must return what they returned natively: mmap (a file mapping becomes an
+// anonymous one at the same address, filled with the logged contents),
+// munmap, mprotect, brk, mremap, madvise, arch_prctl, rt_sigaction,
+// rt_sigprocmask, sigaltstack, rt_sigreturn, exit, exit_group. Every other
+// one is answered: its logged result and memory writes.
+//
+// Divergence is never silent: at every system call the emulated registers
+// (rax is the number; every GPR but rcx and r11, which `syscall` itself
+// overwrites natively; rip, eflags, fs/gs base) must equal the logged ones;
+// an executed call must return the logged result; the program must end
+// after the last logged call, as it ended. Otherwise the error names the
+// position, the instruction and the difference.
+//
+// Not materialized yet (Unsupported): a held signal delivered after a system
+// call (LoggedSyscall::signal_after).
+//
+// Thread-safety: one materialization per process (the process environment
+// is the log's while it runs); with a host-CPUID log
+// (NativeLog::Cpuid::kHost) the calling thread is pinned to the log's CPU
+// while it runs.
+#pragma once
+
+#include "backstep/core/expected.h"
+#include "recorder/native/native_log.h"
+#include "recorder/recorder.h"
+#include "recorder/recording_sink.h"
+
+namespace backstep::record {
+
+core::Expected<RecordResult> Materialize(const NativeLog& log, RecordingSink& sink);
+
+}  // namespace backstep::record

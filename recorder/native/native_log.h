@@ -1,0 +1,73 @@
+// NativeLog: what `backstep record --engine native` logs while the program
+// runs natively (native_recorder.h), and all that materialization
+// (materialize.h) needs besides the program itself to re-execute that run in
+// the emulator: every system call's registers at entry, its result and the
+// memory the kernel wrote; every rdtsc/rdtscp's value; the CPUID the program
+// saw; AT_RANDOM's bytes; its environment; and, to refuse a materialization
+// that would diverge, the working directory and the files mapped at exec.
+//
+// File format (little-endian, written atomically): "BSNLOG01", then the
+// header fields and the records in the order of the struct below, strings
+// and arrays prefixed by a u64 count. ReadNativeLog() checks every count
+// against the file's size: a damaged log is an error naming the offset.
+//
+// Thread-safety: plain data.
+#pragma once
+
+#include <sys/user.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backstep/core/expected.h"
+
+namespace backstep::record {
+
+struct LoggedWrite {
+  std::uint64_t address = 0;
+  std::vector<std::uint8_t> bytes;
+};
+
+struct LoggedSyscall {
+  user_regs_struct entry{};         // at the seccomp stop: orig_rax is the number
+  user_regs_struct exit{};          // after it (rax: the result)
+  std::vector<LoggedWrite> writes;  // what the kernel wrote (new mappings: their contents)
+  int signal_after = 0;             // a held signal delivered when it returned (0: none)
+};
+
+// A file mapped at exec (the executable, ld.so): materialization maps it
+// again, so it must not have changed.
+struct LoggedFile {
+  std::string path;
+  std::uint64_t device = 0, inode = 0, size = 0, mtime_ns = 0;
+};
+
+struct NativeLog {
+  std::vector<std::string> argv;
+  std::string cwd;
+  std::vector<std::string> environment;  // what the program got (materialization gives it again)
+  std::array<std::uint8_t, 16> at_random{};
+  // kPortable: CPUID faulted and PortableCpuid() answered; kHost: the CPU
+  // answered (no CPUID faulting), on CPU `cpu` of a machine whose CPUID
+  // leaves 0, 1 and 7 are `cpu_signature`.
+  enum class Cpuid : std::uint8_t { kPortable = 0, kHost = 1 } cpuid = Cpuid::kPortable;
+  std::int32_t cpu = -1;
+  std::array<std::uint32_t, 12> cpu_signature{};
+  std::vector<LoggedFile> files;
+  std::vector<LoggedSyscall> syscalls;
+  std::vector<std::uint64_t> rdtsc;  // edx:eax of each rdtsc/rdtscp, in order
+  enum class End : std::uint8_t { kExited = 0, kKilled = 1 } end = End::kExited;
+  std::int32_t status = 0;  // exit code or signal
+};
+
+core::Status WriteNativeLog(const NativeLog& log, const std::string& path);
+core::Expected<NativeLog> ReadNativeLog(const std::string& path);
+
+// The process environment's strings (what a program spawned now gets).
+std::vector<std::string> CurrentEnvironment();
+// CPUID leaves 0, 1 and 7 (eax..edx) of the CPU running the caller.
+std::array<std::uint32_t, 12> CpuSignature();
+
+}  // namespace backstep::record

@@ -1,0 +1,400 @@
+#include "recorder/native/native_recorder.h"
+
+#include <asm/prctl.h>
+#include <elf.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <set>
+
+#include "backstep/core/hex.h"
+#include "recorder/address_space.h"
+#include "recorder/cpuid.h"
+#include "recorder/native/seccomp_trap.h"
+#include "recorder/syscall_effects.h"
+#include "recorder/vdso.h"
+
+namespace backstep::record {
+namespace {
+
+constexpr std::uint64_t kPage = 4096;
+
+// -ERESTARTSYS, -ERESTARTNOINTR, -ERESTARTNOHAND, -ERESTART_RESTARTBLOCK: the
+// call was interrupted by a (held) signal and the kernel runs it again.
+bool Restarts(std::uint64_t rax) {
+  const std::int64_t r = static_cast<std::int64_t>(rax);
+  return r == -512 || r == -513 || r == -514 || r == -516;
+}
+
+// A signal the kernel raised for the instruction that faulted: delivered at
+// once (the emulator raises it again at the same instruction).
+bool Synchronous(int sig, int code) {
+  const bool fault_signal = sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE ||
+                            sig == SIGTRAP || sig == SIGSYS;
+  return fault_signal && code > 0;
+}
+
+std::string Errno() { return std::strerror(errno); }
+
+class NativeSession {
+ public:
+  NativeSession(const NativeOptions& options, Tracee tracee, NativeLog::Cpuid cpuid)
+      : options_(options), tracee_(std::move(tracee)), pid_(tracee_.pid()) {
+    log_.cpuid = cpuid;
+  }
+
+  core::Status Start();
+  core::Status Run();
+  NativeLog& log() { return log_; }
+  NativeResult& result() { return result_; }
+
+ private:
+  core::Status OnSyscall();
+  // At a signal-delivery-stop: delivers it now (*deliver) when it is the one
+  // pending at the last system call's return, and logs it there.
+  bool DeliverAtSyscallReturn(int sig, const user_regs_struct& regs, int* deliver);
+  bool SignalPending() const;
+  // At the exit stop: the memory the kernel wrote for `call`.
+  void CollectWrites(LoggedSyscall* call, bool full_diff);
+  core::Status EmulateRdtsc(const user_regs_struct& regs, bool* done);
+  core::Expected<int> Wait();
+  void Finish(int status);
+
+  const NativeOptions& options_;
+  Tracee tracee_;
+  const pid_t pid_;
+  NativeLog log_;
+  NativeResult result_;
+  AddressSpace entry_memory_;  // writable memory at the entry of an unknown system call
+  // Signals that arrived while the program computed, with their siginfo:
+  // the first is queued again when the next system call returns.
+  std::vector<siginfo_t> held_;
+  std::optional<siginfo_t> requeued_;  // the one queued again (its siginfo restored)
+  // The program is at a system call's return with a signal pending: the
+  // next stop, at `exit_rip_`, delivers it before any instruction runs.
+  bool pending_at_exit_ = false;
+  std::uint64_t exit_rip_ = 0;
+  bool ended_ = false;
+};
+
+core::Status NativeSession::Start() {
+  user_regs_struct regs{};
+  if (core::Status s = tracee_.GetRegs(&regs); !s.ok()) return s;
+  if (log_.cpuid == NativeLog::Cpuid::kPortable) {
+    if (core::Status s = EnableCpuidFaulting(tracee_); !s.ok()) return s;
+  } else {
+    // The APIC ids in CPUID differ between CPUs: one CPU, logged.
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    sched_getaffinity(0, sizeof mine, &mine);
+    int cpu = 0;
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &mine)) ++cpu;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(pid_, sizeof one, &one) != 0)
+      return core::Status::IOError("cannot pin the program to CPU " + std::to_string(cpu) + ": " +
+                                   Errno());
+    log_.cpuid = NativeLog::Cpuid::kHost;
+    log_.cpu = cpu;
+    log_.cpu_signature = CpuSignature();
+  }
+  result_.cpuid = log_.cpuid;
+  core::Expected<std::vector<std::uint8_t>> auxv = tracee_.ReadAuxv();
+  if (!auxv.ok()) return auxv.status();
+  if (core::Status s = HideVdso(tracee_, regs.rsp, &*auxv); !s.ok()) return s;
+  for (std::size_t i = 0; i + 16 <= auxv->size(); i += 16) {
+    std::uint64_t type = 0, value = 0;
+    std::memcpy(&type, &(*auxv)[i], 8);
+    std::memcpy(&value, &(*auxv)[i + 8], 8);
+    if (type == AT_RANDOM && tracee_.ReadMemory(value, log_.at_random) != 16)
+      return core::Status::IOError("cannot read AT_RANDOM's bytes at " + core::HexU64(value));
+  }
+  core::Expected<std::vector<Mapping>> maps = tracee_.ReadMaps();
+  if (!maps.ok()) return maps.status();
+  std::set<std::string> seen;
+  for (const Mapping& m : *maps) {
+    if (m.name.empty() || m.name[0] != '/' || !seen.insert(m.name).second) continue;
+    struct stat st {};
+    if (stat(m.name.c_str(), &st) != 0) continue;
+    log_.files.push_back({m.name, static_cast<std::uint64_t>(st.st_dev),
+                          static_cast<std::uint64_t>(st.st_ino),
+                          static_cast<std::uint64_t>(st.st_size),
+                          static_cast<std::uint64_t>(st.st_mtim.tv_sec) * 1000000000u +
+                              static_cast<std::uint64_t>(st.st_mtim.tv_nsec)});
+  }
+  log_.argv = options_.spawn.argv;
+  char cwd[4096] = {};
+  if (getcwd(cwd, sizeof cwd)) log_.cwd = cwd;
+  log_.environment = CurrentEnvironment();
+  return InstallSyscallTrap(tracee_);
+}
+
+core::Expected<int> NativeSession::Wait() {
+  int status = 0;
+  while (waitpid(pid_, &status, __WALL) < 0) {
+    if (errno != EINTR) return core::Status::IOError("waitpid: " + Errno());
+  }
+  return status;
+}
+
+void NativeSession::Finish(int status) {
+  ended_ = true;
+  if (WIFEXITED(status)) {
+    log_.end = NativeLog::End::kExited;
+    log_.status = WEXITSTATUS(status);
+  } else {
+    log_.end = NativeLog::End::kKilled;
+    log_.status = WTERMSIG(status);
+  }
+  result_.end = log_.end;
+  result_.status = log_.status;
+}
+
+core::Status NativeSession::EmulateRdtsc(const user_regs_struct& regs, bool* done) {
+  std::uint8_t code[3] = {};
+  const std::size_t n = tracee_.ReadMemory(regs.rip, code);
+  const bool rdtsc = n >= 2 && code[0] == 0x0f && code[1] == 0x31;
+  const bool rdtscp = n == 3 && code[0] == 0x0f && code[1] == 0x01 && code[2] == 0xf9;
+  *done = rdtsc || rdtscp;
+  if (!*done) return core::Status::Ok();
+  const std::uint64_t tsc = __rdtsc();
+  user_regs_struct after = regs;
+  after.rax = tsc & 0xffffffff;
+  after.rdx = tsc >> 32;
+  if (rdtscp) after.rcx = 0;  // TSC_AUX, as the emu engine answers
+  after.rip += rdtsc ? 2 : 3;
+  log_.rdtsc.push_back(tsc);
+  ++result_.rdtsc;
+  return tracee_.SetRegs(after);
+}
+
+void NativeSession::CollectWrites(LoggedSyscall* call, bool full_diff) {
+  const user_regs_struct& e = call->entry;
+  const std::uint64_t nr = e.orig_rax, result = call->exit.rax;
+  const std::uint64_t args[6] = {e.rdi, e.rsi, e.rdx, e.r10, e.r8, e.r9};
+  const bool failed = result > ~std::uint64_t{4095};
+  std::vector<Range> ranges;
+  if (nr == kSysMmap && !failed && !(args[3] & MAP_ANONYMOUS)) {
+    // A file mapping: materialization maps anonymous memory and writes this.
+    std::vector<std::uint8_t> contents((args[1] + kPage - 1) / kPage * kPage);
+    tracee_.ReadMemoryZeroFill(result, contents);
+    ForEachNonZeroRun(contents, [&](std::size_t offset, std::size_t length) {
+      call->writes.push_back(
+          {result + offset, {contents.begin() + offset, contents.begin() + offset + length}});
+    });
+    return;
+  }
+  if (full_diff) {
+    ++result_.full_diffs;
+    entry_memory_.Diff(tracee_, &ranges);
+  } else {
+    KnownOutputs(nr, args, result, &ranges);
+  }
+  for (const Range& r : ranges) {
+    LoggedWrite& w = call->writes.emplace_back();
+    w.address = r.start;
+    w.bytes.resize(r.size);
+    w.bytes.resize(tracee_.ReadMemory(r.start, w.bytes));
+    if (w.bytes.empty()) call->writes.pop_back();
+  }
+}
+
+core::Status NativeSession::OnSyscall() {
+  LoggedSyscall call;
+  if (core::Status s = tracee_.GetRegs(&call.entry); !s.ok()) return s;
+  const user_regs_struct& e = call.entry;
+  const std::uint64_t nr = e.orig_rax;
+  std::uint64_t clone_flags = e.rdi;
+  if (nr == SYS_clone3 &&
+      tracee_.ReadMemory(e.rdi, {reinterpret_cast<std::uint8_t*>(&clone_flags), 8}) != 8)
+    clone_flags = CLONE_THREAD;
+  if ((nr == SYS_clone || nr == SYS_clone3) && (clone_flags & CLONE_THREAD)) {
+    return core::Status::Unsupported(
+        "the program creates a thread (clone with CLONE_THREAD at " + core::HexU64(e.rip - 2) +
+        "): --engine native records single-threaded programs only (use --engine ptrace)");
+  }
+  if (nr == SYS_clone || nr == SYS_clone3 || nr == SYS_fork || nr == SYS_vfork) {
+    return core::Status::Unsupported(
+        "the program creates a process (fork/vfork/clone at " + core::HexU64(e.rip - 2) +
+        "): not supported by --engine native (the child would inherit its seccomp filter)");
+  }
+  if (nr == SYS_execve || nr == SYS_execveat) {
+    return core::Status::Unsupported("the program calls execve (at " + core::HexU64(e.rip - 2) +
+                                     "): not supported by --engine native");
+  }
+  if (nr == kSysRseq) {
+    // Skipped, ENOSYS, as the other engines (the kernel would write the rseq area).
+    user_regs_struct skip = e;
+    skip.orig_rax = ~std::uint64_t{0};
+    skip.rax = static_cast<std::uint64_t>(-ENOSYS);
+    if (core::Status s = tracee_.SetRegs(skip); !s.ok()) return s;
+  }
+  std::vector<Range> probe;
+  const std::uint64_t args[6] = {e.rdi, e.rsi, e.rdx, e.r10, e.r8, e.r9};
+  const bool full_diff = !ChangesMappings(nr) && !KnownOutputs(nr, args, 0, &probe);
+  if (full_diff) {
+    if (core::Status s = entry_memory_.Init(tracee_); !s.ok()) return s;
+  }
+  // Run it to its exit stop (signals are delivered only on the way back to
+  // the program, after it).
+  while (true) {
+    if (ptrace(PTRACE_SYSCALL, pid_, nullptr, 0) != 0)
+      return core::Status::IOError("PTRACE_SYSCALL: " + Errno());
+    core::Expected<int> status = Wait();
+    if (!status.ok()) return status.status();
+    if (WIFEXITED(*status) || WIFSIGNALED(*status)) {
+      call.exit = call.entry;  // exit, exit_group (or killed in the call)
+      log_.syscalls.push_back(std::move(call));
+      ++result_.syscalls;
+      Finish(*status);
+      return core::Status::Ok();
+    }
+    if (WSTOPSIG(*status) == (SIGTRAP | 0x80)) break;
+  }
+  if (core::Status s = tracee_.GetRegs(&call.exit); !s.ok()) return s;
+  // A held signal is queued again: delivered as this call returns.
+  if (!held_.empty() && !requeued_) {
+    requeued_ = held_.front();
+    held_.erase(held_.begin());
+    syscall(SYS_tgkill, pid_, pid_, requeued_->si_signo);
+  }
+  pending_at_exit_ = SignalPending();
+  exit_rip_ = call.exit.rip;
+  // Interrupted by a signal (it is pending): the kernel runs the call again
+  // unless a handler runs; logged only with that signal.
+  if (Restarts(call.exit.rax) && !pending_at_exit_) return core::Status::Ok();
+  CollectWrites(&call, full_diff);
+  log_.syscalls.push_back(std::move(call));
+  ++result_.syscalls;
+  return core::Status::Ok();
+}
+
+bool NativeSession::SignalPending() const {
+  siginfo_t info;
+  for (const std::uint32_t flags : {0u, std::uint32_t{PTRACE_PEEKSIGINFO_SHARED}}) {
+    __ptrace_peeksiginfo_args args{0, flags, 1};
+    if (ptrace(PTRACE_PEEKSIGINFO, pid_, &args, &info) > 0) return true;
+  }
+  return false;
+}
+
+bool NativeSession::DeliverAtSyscallReturn(int sig, const user_regs_struct& regs, int* deliver) {
+  const bool now = pending_at_exit_ && regs.rip == exit_rip_ && !log_.syscalls.empty() &&
+                   log_.syscalls.back().exit.rip == exit_rip_;
+  pending_at_exit_ = false;
+  if (!now) return false;
+  if (requeued_ && requeued_->si_signo == sig) {
+    // The original siginfo (sender, code), not the recorder's tgkill's.
+    ptrace(PTRACE_SETSIGINFO, pid_, nullptr, &*requeued_);
+    requeued_.reset();
+  }
+  log_.syscalls.back().signal_after = sig;
+  *deliver = sig;
+  return true;
+}
+
+core::Status NativeSession::Run() {
+  int deliver = 0;
+  while (!ended_) {
+    if (ptrace(PTRACE_CONT, pid_, nullptr, deliver) != 0)
+      return core::Status::IOError("PTRACE_CONT: " + Errno());
+    deliver = 0;
+    core::Expected<int> status = Wait();
+    if (!status.ok()) return status.status();
+    if (WIFEXITED(*status) || WIFSIGNALED(*status)) {
+      Finish(*status);
+      break;
+    }
+    const int sig = WSTOPSIG(*status);
+    const int event = *status >> 16;
+    if (sig == SIGTRAP && event == PTRACE_EVENT_SECCOMP) {
+      if (core::Status s = OnSyscall(); !s.ok()) return s;
+      continue;
+    }
+    if (event != 0 || sig == (SIGTRAP | 0x80)) {  // refused earlier; a stray stop
+      pending_at_exit_ = false;
+      continue;
+    }
+    siginfo_t info{};
+    ptrace(PTRACE_GETSIGINFO, pid_, nullptr, &info);
+    user_regs_struct regs{};
+    if (core::Status s = tracee_.GetRegs(&regs); !s.ok()) return s;
+    if (DeliverAtSyscallReturn(sig, regs, &deliver)) continue;
+    if (sig == SIGSEGV && info.si_code == SI_KERNEL) {
+      bool done = false;
+      if (core::Status s = EmulateRdtsc(regs, &done); !s.ok()) return s;
+      if (done) continue;
+      if (log_.cpuid == NativeLog::Cpuid::kPortable && IsCpuidAt(tracee_, regs.rip)) {
+        AnswerCpuid(&regs);
+        if (core::Status s = tracee_.SetRegs(regs); !s.ok()) return s;
+        continue;
+      }
+    }
+    if (Synchronous(sig, info.si_code)) {
+      deliver = sig;
+      continue;
+    }
+    held_.push_back(info);
+    ++result_.held_signals;
+  }
+  return core::Status::Ok();
+}
+
+}  // namespace
+
+bool CpuidFaultingAvailable() {
+  // Setting "cpuid enabled" changes nothing, and fails without the feature.
+  return syscall(SYS_arch_prctl, ARCH_SET_CPUID, 1) == 0;
+}
+
+ProgramEnvironment::ProgramEnvironment(NativeLog::Cpuid cpuid) {
+  if (cpuid != NativeLog::Cpuid::kHost) return;
+  const char* old = getenv("GLIBC_TUNABLES");
+  had_ = old != nullptr;
+  if (had_) saved_ = old;
+  const std::string value = had_ && *old ? saved_ + ":" + kHostCpuidTunables : kHostCpuidTunables;
+  changed_ = setenv("GLIBC_TUNABLES", value.c_str(), 1) == 0;
+}
+
+ProgramEnvironment::~ProgramEnvironment() {
+  if (!changed_) return;
+  if (had_) {
+    setenv("GLIBC_TUNABLES", saved_.c_str(), 1);
+  } else {
+    unsetenv("GLIBC_TUNABLES");
+  }
+}
+
+core::Expected<NativeResult> RecordNative(const NativeOptions& options,
+                                          const std::string& log_path) {
+  const NativeLog::Cpuid cpuid =
+      CpuidFaultingAvailable() ? NativeLog::Cpuid::kPortable : NativeLog::Cpuid::kHost;
+  if (cpuid == NativeLog::Cpuid::kHost && options.portable_cpuid) {
+    return core::Status::Unsupported(
+        "--engine native --cpuid portable: this machine cannot make CPUID fault (no cpuid_fault "
+        "flag), so the program would see the host's CPUID; record without --cpuid portable "
+        "(and materialize on this machine)");
+  }
+  // The program's environment (and the hash the log keeps of it).
+  const ProgramEnvironment environment(cpuid);
+  core::Expected<Tracee> tracee = Tracee::Spawn(options.spawn);
+  if (!tracee.ok()) return tracee.status();
+  NativeSession session(options, std::move(*tracee), cpuid);
+  if (core::Status s = session.Start(); !s.ok()) return s;
+  if (core::Status s = session.Run(); !s.ok()) return s;
+  if (core::Status s = WriteNativeLog(session.log(), log_path); !s.ok()) return s;
+  return session.result();
+}
+
+}  // namespace backstep::record

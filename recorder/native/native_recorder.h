@@ -1,0 +1,99 @@
+// The record phase of `backstep record --engine native`: runs a Linux x86-64
+// program natively under ptrace and logs only what the CPU cannot recompute
+// (native_log.h); materialize.h turns the log into the UCIR trace an emu
+// recording of the same run would be.
+//
+// System calls: a seccomp-bpf filter (seccomp_trap.h) makes each one a
+// ptrace stop; nothing else stops the program. At the stop the registers
+// are logged, the call runs (PTRACE_SYSCALL to its exit) and its result is
+// logged with the memory the kernel wrote: the buffers syscall_effects.h
+// knows, else a diff of all writable memory against a copy taken at entry;
+// for a file mmap, the new mapping's contents (materialization maps
+// anonymous memory there). rseq is refused (ENOSYS) as by the other engines.
+//
+// rdtsc/rdtscp: PR_SET_TSC makes them fault; the recorder answers with the
+// host's counter (rdtscp's TSC_AUX: 0, as the emu engine) and logs it.
+//
+// CPUID: with CPUID faulting (the cpuid_fault CPU flag) every cpuid faults
+// and PortableCpuid() answers, as the emu engine answers: exact anywhere.
+// Without it (many VMs) cpuid runs on the CPU: the program is pinned to one
+// CPU (the APIC ids differ between CPUs), the CPU's signature is logged, and
+// materialization answers cpuid with that CPU's values, so it must run on a
+// machine with the same CPU (checked). The emulator cannot run AVX, XSAVE
+// or XSAVEC, which glibc and ld.so would then pick: the program runs with
+// GLIBC_TUNABLES=kHostCpuidTunables (added to the user's), which makes glibc
+// take the SSE paths the portable table selects. Code outside glibc that
+// reads CPUID and uses AVX is not materialized exactly (caught at the next
+// system call when registers differ there). `portable_cpuid` without CPUID
+// faulting is refused: the program would see the host's CPUID.
+//
+// vDSO: hidden at exec (vdso.h), so libc's clock functions are system calls.
+//
+// Signals: a fault (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP raised by the
+// kernel) is delivered at once (the emulator raises it again at the same
+// instruction). A signal pending when a system call returns (raise(), one
+// that interrupted it) is delivered then, before any instruction, and
+// logged with that call (LoggedSyscall::signal_after). Any other signal is
+// held and queued again (its siginfo restored) when the next system call
+// returns, then delivered and logged the same way; a program that makes no
+// more system calls never gets it.
+//
+// Refused (Unsupported; the program is killed): threads (clone with
+// CLONE_THREAD, clone3), fork/vfork/clone of a process (the child would
+// inherit the seccomp filter), execve.
+//
+// Thread-safety: one recording per thread (ptrace is per-thread).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "backstep/core/expected.h"
+#include "recorder/native/native_log.h"
+#include "recorder/tracee.h"
+
+namespace backstep::record {
+
+struct NativeOptions {
+  SpawnOptions spawn;
+  // --cpuid portable: require the portable table (CPUID faulting).
+  bool portable_cpuid = false;
+};
+
+struct NativeResult {
+  NativeLog::End end = NativeLog::End::kExited;
+  int status = 0;  // exit code or signal
+  std::uint64_t syscalls = 0, rdtsc = 0, held_signals = 0;
+  std::uint64_t full_diffs = 0;  // system calls whose writes came from a memory diff
+  NativeLog::Cpuid cpuid = NativeLog::Cpuid::kPortable;
+};
+
+// What the program gets in GLIBC_TUNABLES without CPUID faulting.
+inline constexpr char kHostCpuidTunables[] = "glibc.cpu.hwcaps=-OSXSAVE,-XSAVE,-XSAVEC,-ERMS";
+
+// Whether this machine can make cpuid fault (arch_prctl(ARCH_SET_CPUID)).
+bool CpuidFaultingAvailable();
+
+// For its lifetime, the process environment (which the programs recorded
+// and materialized inherit) holds GLIBC_TUNABLES as the native engine gives
+// it to the program (`cpuid`: the log's mode); restored after. Not
+// thread-safe: the environment is the process's.
+class ProgramEnvironment {
+ public:
+  explicit ProgramEnvironment(NativeLog::Cpuid cpuid);
+  ~ProgramEnvironment();
+  ProgramEnvironment(const ProgramEnvironment&) = delete;
+  ProgramEnvironment& operator=(const ProgramEnvironment&) = delete;
+
+ private:
+  bool changed_ = false, had_ = false;
+  std::string saved_;
+};
+
+// Records the program and writes the log to `log_path` (atomically). When
+// the program does something refused, the error says what; no log is
+// written.
+core::Expected<NativeResult> RecordNative(const NativeOptions& options,
+                                          const std::string& log_path);
+
+}  // namespace backstep::record

@@ -1,0 +1,277 @@
+// The native engine end to end: programs recorded natively
+// (native_recorder.h) and materialized (materialize.h) give, position by
+// position, the trace the emu engine records of the same run (the same
+// inputs: AT_RANDOM, getrandom and rdtsc from the log, the same CPUID, pid
+// 1 of a new PID namespace in both runs); a log edited by the test is
+// caught at the system call it no longer matches; a damaged log is refused
+// with its offset.
+#include "recorder/native/native_recorder.h"
+
+#include <cpuid.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "backstep/core/hex.h"
+#include "recorder/emu/emu_recorder.h"
+#include "recorder/native/materialize.h"
+#include "recorder/trace_compare_test_util.h"
+#include "recorder/usercorn_sink.h"
+
+namespace backstep::record {
+namespace {
+
+std::string Program(const std::string& name) {
+  return std::string(BACKSTEP_RECORD_PROGRAMS) + "/" + name;
+}
+
+// Runs `body` in a child process whose children live in a new PID
+// namespace (the program it records is pid 1); its error message, "" if
+// none.
+std::string InNewPidNamespace(const std::function<std::string()>& body) {
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe failed";
+  const pid_t worker = fork();
+  if (worker < 0) return "fork failed";
+  if (worker == 0) {
+    close(fds[0]);
+    std::string error = unshare(CLONE_NEWPID) == 0
+                            ? body()
+                            : std::string("unshare(CLONE_NEWPID): ") + std::strerror(errno);
+    if (error.empty()) error = "ok";
+    [[maybe_unused]] ssize_t w = write(fds[1], error.data(), error.size());
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[512];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, n);
+  close(fds[0]);
+  int status = 0;
+  waitpid(worker, &status, 0);
+  if (out.empty()) return "the recording process died (status " + std::to_string(status) + ")";
+  return out == "ok" ? "" : out;
+}
+
+std::string RecordLog(const std::string& program, const std::string& log_path) {
+  return InNewPidNamespace([&]() -> std::string {
+    NativeOptions options;
+    options.spawn.argv = {Program(program)};
+    options.spawn.stdout_fd = open("/dev/null", O_WRONLY);
+    core::Expected<NativeResult> r = RecordNative(options, log_path);
+    return r.ok() ? "" : "native: " + r.status().message();
+  });
+}
+
+// The emu engine's recording of the run the log describes.
+std::string RecordEmuLike(const NativeLog& log, const std::string& trace) {
+  return InNewPidNamespace([&]() -> std::string {
+    const ProgramEnvironment environment(log.cpuid);  // as the recording's
+    EmuOptions inputs;
+    inputs.at_random.assign(log.at_random.begin(), log.at_random.end());
+    inputs.rdtsc = log.rdtsc;
+    for (const LoggedSyscall& s : log.syscalls) {
+      if (s.entry.orig_rax != 318) continue;  // getrandom
+      std::vector<std::uint8_t>& bytes = inputs.getrandom.emplace_back();
+      for (const LoggedWrite& w : s.writes)
+        bytes.insert(bytes.end(), w.bytes.begin(), w.bytes.end());
+    }
+    if (log.cpuid == NativeLog::Cpuid::kHost) {
+      // The CPU the recording ran on answers (this worker is pinned to it).
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(log.cpu, &one);
+      if (sched_setaffinity(0, sizeof one, &one) != 0) return "cannot pin to the log's CPU";
+      inputs.cpuid = [](std::uint32_t leaf, std::uint32_t subleaf) {
+        CpuidResult r;
+        __cpuid_count(leaf, subleaf, r.eax, r.ebx, r.ecx, r.edx);
+        return r;
+      };
+    }
+    auto sink = UsercornSink::Create(trace, false);
+    if (!sink.ok()) return sink.status().message();
+    RecordOptions options;
+    options.spawn.argv = log.argv;
+    options.spawn.stdout_fd = open("/dev/null", O_WRONLY);
+    options.hide_vdso = options.portable_cpuid = true;
+    options.reads = false;
+    options.check_interval = 0;
+    core::Expected<RecordResult> r = RecordEmulated(options, **sink, inputs);
+    return r.ok() ? "" : "emu: " + r.status().message();
+  });
+}
+
+core::Expected<RecordResult> MaterializeTo(const NativeLog& log, const std::string& trace) {
+  auto sink = UsercornSink::Create(trace, false);
+  if (!sink.ok()) return sink.status();
+  return Materialize(log, **sink);
+}
+
+class NativeCrossCheck : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(NativeCrossCheck, MaterializedTraceEqualsEmuTrace) {
+  const std::string base = ::testing::TempDir() + "/" + GetParam();
+  const std::string log_path = base + ".nlog", materialized = base + ".materialized.ucir",
+                    emulated = base + ".emu.ucir";
+  ASSERT_EQ(RecordLog(GetParam(), log_path), "");
+  core::Expected<NativeLog> log = ReadNativeLog(log_path);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_EQ(log->end, NativeLog::End::kExited);
+  core::Expected<RecordResult> m = MaterializeTo(*log, materialized);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->exit_code, log->status);
+  EXPECT_EQ(m->syscalls, log->syscalls.size());
+  ASSERT_EQ(RecordEmuLike(*log, emulated), "");
+  test_util::CompareTraces(emulated, materialized, "emu", "materialized");
+  if (HasFatalFailure()) return;
+  for (const std::string& p : {log_path, materialized, emulated}) std::remove(p.c_str());
+}
+
+// The engine cross-check's programs (emu/emu_crosscheck_test.cc), static
+// -O2 builds, one dynamic PIE build (ld.so, lazy binding, glibc's string
+// functions), and faults.c (SIGSEGV and SIGFPE from instructions, with
+// handlers: delivered natively at once, raised again by the emulator).
+INSTANTIATE_TEST_SUITE_P(Programs, NativeCrossCheck,
+                         ::testing::Values("loop_O2_static", "strings_O2_static",
+                                           "syscalls_O2_static", "scenario_O2_static",
+                                           "dataflow_O2_static", "tracepoints_O2_static",
+                                           "strings_O0_pie", "faults_O2_static"),
+                         [](const auto& p) { return p.param; });
+
+TEST(NativeDivergence, EditedLogIsCaughtAtTheSystemCall) {
+  const std::string log_path = ::testing::TempDir() + "/planted.nlog";
+  ASSERT_EQ(RecordLog("loop_O2_static", log_path), "");
+  core::Expected<NativeLog> log = ReadNativeLog(log_path);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  // The position of each system call in the faithful materialization.
+  const std::string trace = ::testing::TempDir() + "/planted.ucir";
+  ASSERT_TRUE(MaterializeTo(*log, trace).ok());
+  // A system call in the middle (rseq is answered by the emu engine itself).
+  std::size_t k = log->syscalls.size() / 2;
+  while (k < log->syscalls.size() && log->syscalls[k].entry.orig_rax == 334) ++k;
+  ASSERT_LT(k, log->syscalls.size());
+  std::uint64_t position = 0, seen = 0;
+  {
+    auto source = core::MapFile(trace);
+    ASSERT_TRUE(source.ok());
+    auto reader = core::OpenTraceSource(*source);
+    ASSERT_TRUE(reader.ok());
+    core::Event e;
+    for (std::uint64_t i = 0;; ++i) {
+      core::Expected<bool> more = (*reader)->Next(&e);
+      ASSERT_TRUE(more.ok() && *more) << "fewer system calls than logged";
+      if (e.description.rfind("syscall ", 0) != 0) continue;
+      if (seen++ == k) {
+        position = i;
+        break;
+      }
+    }
+  }
+  // The log now says its third argument was one more.
+  log->syscalls[k].entry.rdx += 1;
+  ASSERT_TRUE(WriteNativeLog(*log, log_path).ok());
+  core::Expected<NativeLog> edited = ReadNativeLog(log_path);
+  ASSERT_TRUE(edited.ok());
+  core::Expected<RecordResult> m = MaterializeTo(*edited, trace);
+  ASSERT_FALSE(m.ok());
+  const std::string& why = m.status().message();
+  EXPECT_NE(why.find("diverged"), std::string::npos) << why;
+  EXPECT_NE(why.find("position " + std::to_string(position) + " "), std::string::npos) << why;
+  EXPECT_NE(why.find("system call #" + std::to_string(k)), std::string::npos) << why;
+  EXPECT_NE(why.find("`syscall` at " + core::HexU64(log->syscalls[k].entry.rip - 2)),
+            std::string::npos)
+      << why;
+  EXPECT_NE(
+      why.find("rdx is " + core::HexU64(log->syscalls[k].entry.rdx - 1) + " in the emulation, " +
+               core::HexU64(log->syscalls[k].entry.rdx) + " in the log"),
+      std::string::npos)
+      << why;
+  std::remove(log_path.c_str());
+  std::remove(trace.c_str());
+}
+
+TEST(NativeRecord, ThreadsAndProcessesAreRefused) {
+  const std::string log_path = ::testing::TempDir() + "/refused.nlog";
+  for (const auto& [program, why] :
+       {std::pair{"threads_O2_static", "the program creates a thread (clone with CLONE_THREAD"},
+        std::pair{"forks_O2_static", "the program creates a process (fork/vfork/clone"}}) {
+    const std::string error = RecordLog(program, log_path);
+    EXPECT_NE(error.find(why), std::string::npos) << program << ": " << error;
+  }
+}
+
+// Signals the program raises or that interrupt a system call are delivered
+// as that call returns, as without the recorder (the program's output is
+// its native one); materialization refuses them, naming the call.
+TEST(NativeRecord, SignalsAreDeliveredAtTheSystemCallsReturn) {
+  const std::string log_path = ::testing::TempDir() + "/signals.nlog";
+  const std::string out_path = ::testing::TempDir() + "/signals.out";
+  NativeOptions options;
+  options.spawn.argv = {Program("signals_O2_static")};
+  options.spawn.stdout_fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(options.spawn.stdout_fd, 0);
+  core::Expected<NativeResult> r = RecordNative(options, log_path);
+  close(options.spawn.stdout_fd);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->end, NativeLog::End::kExited);
+  std::ifstream in(out_path);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "usr1 10 alrm 14 handled 107");
+  core::Expected<NativeLog> log = ReadNativeLog(log_path);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  std::vector<int> delivered;
+  std::size_t first = log->syscalls.size();
+  for (std::size_t k = 0; k < log->syscalls.size(); ++k) {
+    if (!log->syscalls[k].signal_after) continue;
+    delivered.push_back(log->syscalls[k].signal_after);
+    first = std::min(first, k);
+  }
+  EXPECT_EQ(delivered, (std::vector<int>{SIGUSR1, SIGALRM}));
+  ASSERT_LT(first, log->syscalls.size());
+  EXPECT_EQ(log->syscalls[first].entry.orig_rax, 234u);  // tgkill: raise()
+  core::Expected<RecordResult> m = MaterializeTo(*log, ::testing::TempDir() + "/signals.ucir");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("delivered signal 10 as system call #" +
+                                      std::to_string(first) + " returned"),
+            std::string::npos)
+      << m.status().message();
+  for (const std::string& p : {log_path, out_path}) std::remove(p.c_str());
+}
+
+TEST(NativeLog, DamagedLogIsRefusedWithItsOffset) {
+  const std::string path = ::testing::TempDir() + "/damaged.nlog";
+  NativeLog log;
+  log.argv = {"/bin/true"};
+  log.syscalls.resize(2);
+  ASSERT_TRUE(WriteNativeLog(log, path).ok());
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_TRUE(ReadNativeLog(path).ok());
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size() - 20));
+  }
+  core::Expected<NativeLog> r = ReadNativeLog(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("truncated at offset"), std::string::npos)
+      << r.status().message();
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace backstep::record
