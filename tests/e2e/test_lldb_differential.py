@@ -348,6 +348,15 @@ class WorkerSignal(Differential):
                       ("continue",), ("continue",), ("continue",), ("rcontinue",),
                       ("rcontinue",), ("delete",), ("rstepi",), ("stepi",)])
 
+    def test_finish_out_of_the_signal_handler(self):
+        # The handler's caller is the signal frame (__restore_rt) on the
+        # worker's 8 MiB stack: LLDB needs the stack's never-written bytes to
+        # read as zero to unwind there (docs/protocol.md), as gdb does.
+        stops = self.compare([break_line("handler-add"), ("continue",), ("delete",), ("finish",),
+                              ("stepi",), ("rstepi",)])
+        self.assertEqual(stops[1][0], stops[3][0])
+        self.assertGreater(stops[1][0], stops[0][0])
+
     def test_rep_stos_and_the_end(self):
         self.compare([break_line("rep-stos"), ("continue",), ("delete",), ("stepi",),
                       ("stepi",), ("stepi",), ("rstepi",), ("rstepi",), ("continue",),
