@@ -62,6 +62,13 @@ class ProcessImageTest : public ::testing::Test {
   std::shared_ptr<core::Trace> Recording(core::Address stack_end = 0) {
     ct::FakeTrace fake;
     core::RegisterFile regs(core::X86_64());
+    // A usercorn keyframe gives every register a value: the source knows
+    // them all (the writer refuses an unknown one).
+    const std::vector<std::uint8_t> zeros(64, 0);
+    for (core::RegisterId id = 0; id < core::X86_64().register_count(); ++id) {
+      const auto& info = core::X86_64().info(id);
+      if (!info.derived) regs.Set(id, std::span(zeros).first(info.size));
+    }
     regs.SetU64(core::X86_64().sp(), kSp);
     regs.SetU64(core::X86_64().pc(), 0x401000);
     fake.initial_registers.emplace_back(core::ThreadId(1), regs);
