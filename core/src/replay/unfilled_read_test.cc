@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backstep/core/cursor.h"
+#include "backstep/core/provenance.h"
 #include "backstep/core/trace.h"
 #include "backstep/core/usercorn_recording.h"
 #include "backstep/testing/usercorn_reading.h"
@@ -111,6 +112,20 @@ TEST_F(UnfilledReadTest, NeverWrittenBytesReadAsZeroWhileMapped) {
   // last write, as for any unmapped byte).
   ASSERT_TRUE(cursor_->Seek(Position(4)).ok());
   EXPECT_EQ(ReadAt(*cursor_, kBig, 16).known, unknown16);
+}
+
+// origin names the fill as the end of the chain, not the initial image.
+TEST_F(UnfilledReadTest, OriginEndsAtTheMappingsZeroFill) {
+  auto steps = Origin(*trace_, kBig + 0x100, 8, Position(2));
+  ASSERT_TRUE(steps.ok()) << steps.status().ToString();
+  ASSERT_EQ(steps->size(), 1u);
+  EXPECT_EQ(steps->front().end, "zero fill of a mapping made during the run");
+  EXPECT_EQ(steps->front().value, std::vector<std::uint8_t>(8, 0));
+  EXPECT_EQ(steps->front().known, std::vector<std::uint8_t>(8, 1));
+  // The text mapping, there from the start, still ends at the initial image.
+  steps = Origin(*trace_, 0x400000, 2, Position(2));
+  ASSERT_TRUE(steps.ok()) << steps.status().ToString();
+  EXPECT_EQ(steps->back().end, "initial image");
 }
 
 }  // namespace
