@@ -19,7 +19,9 @@ stops at the child's write, and the trace ends with the child's exit. With
 at the print, `marker` is 0 and the child's status is 3.
 
 worker_signal.c (PIE): a worker thread and a SIGUSR1 handler running on its
-stack; lldb-19's `frame variable` and `bt` there equal gdb's.
+stack; lldb-19's `frame variable` and `bt` there equal gdb's, and the
+never-written bytes of its stack read as zeros in gdb, `backstep dump --mem`
+and the Python module (BACKSTEP_PYTHONPATH) alike.
 
 Run by ctest:
   /usr/bin/python3 test_recorded_threads_signals.py --backstep BIN --make-example BIN
@@ -198,6 +200,32 @@ class WorkerSignal(Recorded, unittest.TestCase):
                              lldb_out)
             util.expect(self, r"frame #1: .*`__restore_rt", lldb_out)
             util.expect(self, r"^#1\s+<signal handler called>$", gdb_out)
+
+    def test_never_written_stack_bytes_read_as_zeros_everywhere_as_in_gdb(self):
+        """64 KiB below the worker's stack pointer, bytes of its 8 MiB stack
+        that no event wrote: the trace leaves the stack's zero fill out, and
+        every front end (the stub, `backstep dump --mem`, the Python module)
+        reads them as the zeros the kernel gave, not as unknown."""
+        with self.gdb(["break %d" % self.L["worker-add"], "continue", "monitor info",
+                       "printf \"sp=%#lx\\n\", (long) $sp",
+                       "x/64xb ((long) $sp - 0x10000) & ~0xf"]) as out:
+            position = int(util.expect(self, r"^position:\s+(\d+)", out)[0])
+            sp = int(util.expect(self, r"^sp=(0x[0-9a-f]+)$", out)[0], 16)
+            gdb_bytes = bytes(int(b, 16) for b in re.findall(r"\t0x([0-9a-f]{2})\b", out))
+        address = (sp - 0x10000) & ~0xf
+        self.assertEqual(gdb_bytes, bytes(64), out)
+        dump = util.run([self.env.backstep, "dump", self.trace.path, "--at", str(position),
+                         "--mem", hex(address), "64"])
+        lines = re.findall(r"^0x[0-9a-f]{16}:((?: (?:[0-9a-f]{2}|\?\?))+)", dump, re.M)
+        self.assertEqual(" ".join(lines).split(), ["%02x" % b for b in gdb_bytes], dump)
+        pythonpath = os.environ.get("BACKSTEP_PYTHONPATH")
+        if not pythonpath:
+            self.skipTest("BACKSTEP_PYTHONPATH unset: the Python module is not built")
+        code = ("import sys; sys.path.insert(0, %r); import backstep; "
+                "print(backstep.open(%r).at(%d).read(%d, 64).hex())"
+                % (pythonpath, self.trace.path, position, address))
+        python_out = util.run(["/usr/bin/python3", "-c", code])
+        self.assertEqual(python_out.strip(), gdb_bytes.hex(), python_out)
 
 
 class ForkChild(Recorded, unittest.TestCase):

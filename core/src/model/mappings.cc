@@ -1,5 +1,7 @@
 #include "backstep/core/mappings.h"
 
+#include <algorithm>
+#include <iterator>
 #include <optional>
 
 #include "backstep/core/number.h"
@@ -159,7 +161,34 @@ std::vector<Mapping> JoinedMappings(const std::map<Address, Mapping>& maps) {
   return out;
 }
 
-MappingTimeline::MappingTimeline(std::shared_ptr<const Trace> trace) : trace_(std::move(trace)) {
+void FillUnfilledMappings(std::span<const Mapping> maps, Address addr, std::span<std::uint8_t> out,
+                          std::span<std::uint8_t> known) {
+  if (out.empty()) return;
+  const Address last = addr + (out.size() - 1);  // inclusive: the range may end at 2^64
+  // The first mapping that ends after addr.
+  auto it = std::upper_bound(maps.begin(), maps.end(), addr,
+                             [](Address a, const Mapping& m) { return a < m.start; });
+  if (it != maps.begin() && std::prev(it)->end() - 1 >= addr) --it;
+  for (; it != maps.end() && it->start <= last; ++it) {
+    if (!it->unfilled || it->size == 0) continue;
+    const Address from = std::max(it->start, addr);
+    const Address to = std::min(it->start + (it->size - 1), last);  // inclusive
+    for (Address a = from;; ++a) {
+      const std::size_t i = static_cast<std::size_t>(a - addr);
+      if (known[i] == 0) {
+        out[i] = 0;
+        known[i] = 1;
+      }
+      if (a == to) break;
+    }
+  }
+}
+
+MappingTimeline::MappingTimeline(std::shared_ptr<const Trace> trace) : MappingTimeline(*trace) {
+  owner_ = std::move(trace);
+}
+
+MappingTimeline::MappingTimeline(const Trace& trace) : trace_(&trace) {
   for (const MemoryRegion& region : trace_->header().regions) {
     if (region.size == 0) continue;
     initial_[region.start] =

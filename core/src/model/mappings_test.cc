@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "backstep/core/usercorn_recording.h"
+#include "backstep/testing/usercorn_reading.h"
 
 namespace backstep::core {
 namespace {
@@ -56,6 +57,32 @@ TEST(ApplyMappingChange, SplitsJoinsAndKeepsFileOffsets) {
                                   {0x20000, 0x2000, "rw-", 0, "[heap]"}}));
 }
 
+TEST(FillUnfilledMappings, ZeroesOnlyUnknownBytesOfUnfilledMappings) {
+  std::vector<Mapping> maps = {
+      {0x1000, 0x1000, "rw-", 0, "", false},  // zero-filled by the trace: left alone
+      {0x2000, 0x2000, "rw-", 0, "", true},   // unfilled, e.g. a thread stack
+  };
+  // 0x1ffe..0x2003 and beyond the mapping's end at 0x4000 (not tested here).
+  std::vector<std::uint8_t> out = {0xaa, 0xaa, 0xaa, 0x55, 0xaa, 0xaa};
+  std::vector<std::uint8_t> known = {0, 0, 0, 1, 0, 0};
+  FillUnfilledMappings(maps, 0x1ffe, out, known);
+  EXPECT_EQ(out, (std::vector<std::uint8_t>{0xaa, 0xaa, 0, 0x55, 0, 0}));
+  EXPECT_EQ(known, (std::vector<std::uint8_t>{0, 0, 1, 1, 1, 1}));
+}
+
+TEST(FillUnfilledMappings, StopsAtTheMappingsEndAndTheTopOfMemory) {
+  std::vector<Mapping> maps = {{0xfffffffffffff000, 0x1000, "rw-", 0, "", true}};
+  std::vector<std::uint8_t> out(4, 0xaa), known(4, 0);
+  FillUnfilledMappings(maps, 0xffffffffffffeffe, out, known);
+  EXPECT_EQ(known, (std::vector<std::uint8_t>{0, 0, 1, 1}));
+  std::vector<std::uint8_t> top(2, 0xaa), top_known(2, 0);
+  FillUnfilledMappings(maps, 0xfffffffffffffffe, top, top_known);
+  EXPECT_EQ(top_known, (std::vector<std::uint8_t>{1, 1}));
+  std::vector<std::uint8_t> none(2, 0xaa), none_known(2, 0);
+  FillUnfilledMappings({}, 0x1000, none, none_known);
+  EXPECT_EQ(none_known, (std::vector<std::uint8_t>{0, 0}));
+}
+
 // A UCIR recording written by the recorder's writer and read back: the
 // keyframe's mappings, then a system call that maps, protects and unmaps.
 TEST(MappingTimeline, FollowsTheMappingsOfARecording) {
@@ -69,19 +96,8 @@ TEST(MappingTimeline, FollowsTheMappingsOfARecording) {
                          "/bin/p", "/bin/p"};
     UsercornMapping stack{0x7ff000, 0x1000, kProtRead | kProtWrite, 0, 0, "[stack]", ""};
     std::vector<UsercornMapping> initial{text, stack};
-    ASSERT_TRUE(
-        (*writer)
-            ->Begin(
-                1, {}, initial,
-                [](const UsercornMapping&, std::vector<std::uint8_t>*) { return Status::Ok(); },
-                Address{0x400000})
-            .ok());
-    auto instruction = [](Address pc) {
-      UsercornInstruction insn;
-      insn.pc = pc;
-      insn.size = 2;
-      return insn;
-    };
+    ASSERT_TRUE(testing::BeginBareRecording(**writer, initial, 0x400000).ok());
+    auto instruction = testing::BareInstruction;
     (*writer)->AppendInstruction(instruction(0x400000));
     const std::uint64_t args[6] = {};
     (*writer)->BeginSyscall(9, 0x600000, args);

@@ -11,7 +11,9 @@
 #include <algorithm>
 
 #include "backstep/core/cursor.h"
+#include "backstep/core/event_notes.h"
 #include "backstep/core/hex.h"
+#include "backstep/core/mappings.h"
 #include "backstep/core/register_queries.h"
 #include "backstep/core/search.h"
 #include "backstep/core/trace.h"
@@ -21,6 +23,20 @@
 
 namespace backstep::core {
 namespace {
+
+// Whether every byte of [address, address + length) lies, at `at`, in a
+// mapping whose zero fill the trace leaves out (backstep/core/mappings.h):
+// with no write before, its value is that fill, not the initial image's.
+// Only traces that describe mappings pay for the timeline's pass.
+bool InUnfilledMapping(const Trace& trace, Address address, std::uint64_t length, Position at) {
+  if (!HasEventNotes(trace.header())) return false;
+  MappingTimeline timeline(trace);
+  Expected<std::vector<Mapping>> maps = timeline.At(at);
+  if (!maps.ok()) return false;
+  std::vector<std::uint8_t> values(length), known(length, 0);
+  FillUnfilledMappings(*maps, address, values, known);
+  return std::find(known.begin(), known.end(), 0) == known.end();
+}
 
 // Whether the recorded reads cover [address, address + length).
 bool ReadsCover(const std::vector<MemoryAccess>& reads, Address address, std::uint64_t length) {
@@ -101,7 +117,10 @@ Expected<std::vector<OriginStep>> Origin(const Trace& trace, Address address, st
         BACKSTEP_RETURN_IF_ERROR(cursor->Seek(before));
         step.thread = cursor->current_thread();
         BACKSTEP_RETURN_IF_ERROR(read_location(current, step.thread, step));
-        step.end = "initial image";
+        step.end =
+            InUnfilledMapping(trace, current.location.address, current.location.length, before)
+                ? "zero fill of a mapping made during the run"
+                : "initial image";
         steps.push_back(std::move(step));
         break;
       }

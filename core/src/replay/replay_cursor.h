@@ -27,6 +27,14 @@
 // journaled writes, so that every journaled write to a cached page has its
 // old bytes.
 //
+// Unfilled mappings (backstep/core/mappings.h): in a trace whose reader
+// describes mapping changes (usercorn), a read that leaves bytes unknown
+// asks a MappingTimeline of the cursor's own (created on the first such
+// read, its reader opened then) for the mappings at this position, and
+// unknown bytes of an unfilled mapping read as known zeros. A read whose
+// bytes are all known pays one scan of the known-mask; the page cache keeps
+// only what the index says.
+//
 // Files: replay_cursor.cc (steps, registers, threads),
 // replay_cursor_seek.cc (jumps: keyframes and register clears),
 // replay_cursor_memory.cc (reads through the cache, page walks).
@@ -43,6 +51,7 @@
 
 #include "backstep/core/cursor.h"
 #include "backstep/core/event.h"
+#include "backstep/core/mappings.h"
 #include "backstep/core/trace.h"
 #include "index/memory_state.h"
 #include "index/trace_index.h"
@@ -114,6 +123,9 @@ class ReplayCursor final : public Cursor {
   PhysicalReadFn PhysicalReader() const;
   Status ReadVirtual(Address address, std::span<std::uint8_t> out,
                      std::span<std::uint8_t> known) const;
+  // Unknown bytes of the unfilled mappings at position_ read as zeros.
+  void FillUnfilled(Address address, std::span<std::uint8_t> out,
+                    std::span<std::uint8_t> known) const;
 
   const Trace& trace_;
   const TraceIndex& index_;
@@ -136,6 +148,13 @@ class ReplayCursor final : public Cursor {
   mutable UndoJournal journal_;
   // Mutable: the cache makes const reads mutate.
   mutable PageCache pages_;
+  // FillUnfilled's state: whether the trace's events can describe mappings,
+  // the timeline (created by the first read that needs it) and the unfilled
+  // mappings at position unfilled_at_.
+  bool describes_mappings_ = false;
+  mutable std::unique_ptr<MappingTimeline> mappings_;
+  mutable std::uint64_t unfilled_at_ = kNoEvent;
+  mutable std::vector<Mapping> unfilled_;
 };
 
 }  // namespace backstep::core

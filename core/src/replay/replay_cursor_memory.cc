@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <iterator>
+#include <memory>
 
 #include "paging/x86_paging.h"
 #include "replay/replay_cursor.h"
@@ -18,7 +20,27 @@ Status ReplayCursor::ReadMemory(Address address, std::span<std::uint8_t> out,
     return Status::Unsupported(trace_.path() + ": physical read in a trace of virtual addresses");
   }
   ReadCached(address, out, known);
+  FillUnfilled(address, out, known);
   return Status();
+}
+
+void ReplayCursor::FillUnfilled(Address address, std::span<std::uint8_t> out,
+                                std::span<std::uint8_t> known) const {
+  if (!describes_mappings_ || known.empty()) return;
+  // Every byte known (the common case): nothing to ask, no timeline made.
+  if (std::memchr(known.data(), 0, known.size()) == nullptr) return;
+  if (unfilled_at_ != position_) {
+    if (mappings_ == nullptr) mappings_ = std::make_unique<MappingTimeline>(trace_);
+    unfilled_.clear();
+    // A timeline that cannot read the events (a corrupt one) adds nothing:
+    // the bytes stay unknown rather than guessed.
+    if (auto maps = mappings_->At(Position(position_)); maps.ok()) {
+      std::copy_if(maps->begin(), maps->end(), std::back_inserter(unfilled_),
+                   [](const Mapping& m) { return m.unfilled; });
+    }
+    unfilled_at_ = position_;
+  }
+  FillUnfilledMappings(unfilled_, address, out, known);
 }
 
 PageCache::Page* ReplayCursor::LoadPage(Address base) const {

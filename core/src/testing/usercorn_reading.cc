@@ -13,6 +13,20 @@ Expected<std::unique_ptr<TraceReader>> OpenUsercornBytes(std::vector<std::uint8_
   return std::unique_ptr<TraceReader>(std::move(reader));
 }
 
+Status BeginBareRecording(UsercornRecordingWriter& writer, std::span<const UsercornMapping> initial,
+                          Address pc) {
+  return writer.Begin(
+      1, {}, initial,
+      [](const UsercornMapping&, std::vector<std::uint8_t>*) { return Status::Ok(); }, pc);
+}
+
+UsercornInstruction BareInstruction(Address pc) {
+  UsercornInstruction insn;
+  insn.pc = pc;
+  insn.size = 2;
+  return insn;
+}
+
 std::string EventSummary(const Event& e) {
   std::string out(EventKindName(e.kind));
   out += " t" + std::to_string(e.thread.value);

@@ -4,7 +4,6 @@
 #include <cassert>
 
 #include "trace_target/first_position.h"
-#include "trace_target/unfilled_memory.h"
 
 namespace backstep::gdbstub {
 
@@ -107,11 +106,8 @@ std::size_t TraceTarget::ReadMemory(core::Address addr, std::span<std::uint8_t> 
   std::span<std::uint8_t> known = std::span<std::uint8_t>(known_).first(out.size());
   core::Status status = served_.view().ReadMemory(addr, out, known, core::AddressKind::kVirtual);
   if (!status.ok()) return 0;  // no translation possible: nothing is readable
-  if (std::find(known.begin(), known.end(), 0) != known.end()) {
-    // Never-written bytes of a mapping whose zero fill the trace leaves out.
-    auto maps = mappings_->At(served_.view().position());
-    if (maps.ok()) FillUnfilledMappings(*maps, addr, out, known);
-  }
+  // The cursor already read never-written bytes of unfilled mappings as
+  // zeros (backstep/core/mappings.h), as every front end sees them.
   return static_cast<std::size_t>(std::find(known.begin(), known.end(), 0) - known.begin());
 }
 

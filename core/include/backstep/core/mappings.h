@@ -14,13 +14,23 @@
 // zero-fill ends with " (not zero-filled)". ParseMappingChanges reads that
 // text back; a change applies from the position after its event.
 //
+// Unfilled mappings: UCIR says a new mapping is zero-filled, but the usercorn
+// reader leaves out the fill of a mapping over 1 MiB (every 8 MiB thread
+// stack): a fill is written data, and the index would copy it
+// (docs/formats/usercorn.md, "MEM_MAP"). The rule that replaces it is applied
+// when memory is read, by every cursor (replay/replay_cursor_memory.cc):
+// a byte of an unfilled mapping that is unknown reads as a known zero
+// (FillUnfilledMappings). So every front end (the gdb stub, dump, the Python
+// module, origin) sees the same bytes, and nothing is stored for it.
+//
 // Thread-safety: MappingTimeline is one-thread-at-a-time (it owns a reader);
-// ParseMappingChanges is a pure function.
+// ParseMappingChanges and FillUnfilledMappings are pure functions.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -74,9 +84,18 @@ void ApplyMappingChange(std::map<Address, Mapping>& maps, const MappingChange& c
 // them once re-protected.
 std::vector<Mapping> JoinedMappings(const std::map<Address, Mapping>& maps);
 
+// For each byte of [addr, addr + out.size()) with known[i] == 0 that lies in
+// an unfilled mapping of `maps` (sorted, as MappingTimeline::At gives them):
+// out[i] = 0 and known[i] = 1. The range may end at 2^64.
+// REQUIRES: out.size() == known.size().
+void FillUnfilledMappings(std::span<const Mapping> maps, Address addr, std::span<std::uint8_t> out,
+                          std::span<std::uint8_t> known);
+
 class MappingTimeline {
  public:
   explicit MappingTimeline(std::shared_ptr<const Trace> trace);
+  // Without ownership: `trace` must outlive the timeline (a cursor's).
+  explicit MappingTimeline(const Trace& trace);
 
   // The mappings at `position` (clamped to the end), sorted and joined.
   // The first call at a position p reads events [scanned, p) once; later
@@ -91,7 +110,8 @@ class MappingTimeline {
  private:
   Status ScanTo(Position position);
 
-  std::shared_ptr<const Trace> trace_;
+  std::shared_ptr<const Trace> owner_;  // null when constructed from a reference
+  const Trace* trace_;
   std::unique_ptr<TraceReader> reader_;
   Position scanned_{0};  // changes of events before this are in changes_
   std::map<Address, Mapping> initial_;

@@ -30,6 +30,8 @@
 // chain ends with a reason: "immediate 0x2a", "computed by add", "return
 // address of call", "written by syscall" (non-instruction events),
 // "initial image" (no write before: the value was in the initial state),
+// "zero fill of a mapping made during the run" (no write since a mapping
+// the trace did not zero-fill was made: backstep/core/mappings.h),
 // "initial registers", "not found within N events" (register scan bound,
 // register_queries.h), "registers cleared" (tfile frame), "undecodable
 // instruction", "pc unknown", "extension by movzx" (the bytes a zero/sign

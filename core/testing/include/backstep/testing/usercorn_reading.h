@@ -1,18 +1,21 @@
 // Reading usercorn traces in tests outside core (the recorder's damage
 // battery): open bytes with the usercorn reader itself (not the sniffing
 // registry, so damaged magic bytes still reach the reader's own errors), and
-// render events compactly.
+// render events compactly. Writing small recordings: a keyframe of bare
+// mappings and effect-free instructions, for tests that add their own ops.
 //
 // Thread-safety: pure functions.
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "backstep/core/event.h"
 #include "backstep/core/expected.h"
 #include "backstep/core/trace_reader.h"
+#include "backstep/core/usercorn_recording.h"
 
 namespace backstep::core::testing {
 
@@ -23,5 +26,12 @@ Expected<std::unique_ptr<TraceReader>> OpenUsercornBytes(std::vector<std::uint8_
 // One line per event: kind, thread, description, writes (longer than 16
 // bytes by size and a checksum), registers of x86-64.
 std::string EventSummary(const Event& e);
+
+// writer->Begin() for thread 1 with no registers and `initial` without
+// contents, the first frame at `pc`.
+Status BeginBareRecording(UsercornRecordingWriter& writer, std::span<const UsercornMapping> initial,
+                          Address pc);
+// A 2-byte instruction at `pc` with no effects.
+UsercornInstruction BareInstruction(Address pc);
 
 }  // namespace backstep::core::testing
