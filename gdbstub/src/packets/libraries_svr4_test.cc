@@ -46,7 +46,8 @@ class LibrariesSvr4Test : public ::testing::Test {
     Put(dynamic, 8, 0x56, 8);
     Put(dynamic, 16, 21, 8);  // DT_DEBUG
     Put(dynamic, 24, debug_base, 8);
-    Put(dynamic, 32, 0, 16);  // DT_NULL
+    Put(dynamic, 32, 0, 8);  // DT_NULL: d_tag 0
+    Put(dynamic, 40, 0, 8);  // d_val 0
     target.memory[kDynamic] = dynamic;
     std::vector<std::uint8_t> r_debug;
     Put(r_debug, 0, 1, 4);
