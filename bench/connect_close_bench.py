@@ -10,35 +10,13 @@ after. Usage (the trace: any trace, e.g. the example `scripts/demo` writes):
 """
 import argparse
 import os
-import re
 import socket
 import statistics
-import subprocess
-import tempfile
+import sys
 import time
 
-
-class Server:
-    """`backstep serve TRACE --port 0`, its stderr (a line per client) to a
-    file: a pipe nobody reads would fill and stall the server."""
-
-    def __init__(self, backstep, trace):
-        self.log = tempfile.NamedTemporaryFile("w+", prefix="backstep-serve-", suffix=".log")
-        self.process = subprocess.Popen([backstep, "serve", trace, "--port", "0"],
-                                        stdout=subprocess.DEVNULL, stderr=self.log)
-        self.address = None
-        for _ in range(600):
-            match = re.search(r"listening on (\S+)", open(self.log.name).read())
-            if match:
-                self.address = match.group(1)
-                return
-            time.sleep(0.1)
-        raise SystemExit("backstep serve did not start")
-
-    def close(self):
-        self.process.terminate()
-        self.process.wait()
-        self.log.close()
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reverse_bench import Server  # noqa: E402
 
 
 def rss_kib(pid):

@@ -97,24 +97,30 @@ def parse_run(out, count):
 
 
 class Server:
-    """`backstep serve TRACE --port 0` in the background."""
+    """`backstep serve TRACE --port 0` in the background. Its stderr (a line
+    per client) goes to a file: a pipe nobody reads would fill and stall the
+    server."""
 
     def __init__(self, backstep, trace, log=None):
         argv = [backstep, "serve", trace, "--port", "0"] + (["--log", log] if log else [])
-        self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                        text=True)
+        self.stderr = tempfile.NamedTemporaryFile("w+", prefix="backstep-serve-", suffix=".log")
+        self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=self.stderr)
         self.address = None
-        for line in self.process.stderr:
-            match = re.match(r"listening on (\S+)", line)
+        for _ in range(600):
+            with open(self.stderr.name) as f:
+                match = re.search(r"listening on (\S+)", f.read())
             if match:
                 self.address = match.group(1)
+                return
+            if self.process.poll() is not None:
                 break
-        if not self.address:
-            sys.exit("backstep serve did not start")
+            time.sleep(0.1)
+        sys.exit("backstep serve did not start")
 
     def close(self):
         self.process.terminate()
         self.process.wait()
+        self.stderr.close()
 
 
 def setup_backstep(connect):
