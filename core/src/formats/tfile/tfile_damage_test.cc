@@ -4,6 +4,7 @@
 // allocate without bound; errors name the file and an offset.
 #include <gtest/gtest.h>
 
+#include "backstep/testing/sweep.h"
 #include "backstep/testing/tfile_fixtures.h"
 #include "formats/tfile/tfile_reader.h"
 
@@ -136,17 +137,11 @@ TEST(TfileDamageTest, SmallFileTruncatedAtEveryLength) {
 void CheckSample(const std::string& name, std::size_t frames) {
   const auto bytes = testing::ReadFileBytes(testing::SamplesDir() + "/gdb_tfile/" + name);
   ASSERT_FALSE(bytes.empty()) << "missing sample (set BACKSTEP_SAMPLES_DIR)";
-  // A prime stride: cuts still land at every offset within fixed-size fields.
-#ifdef BACKSTEP_SANITIZED_BUILD
-  constexpr std::size_t kStride = 7;
-#else
-  constexpr std::size_t kStride = 1;
-#endif
-  CheckEveryTruncation(bytes, frames, false, kStride);
+  CheckEveryTruncation(bytes, frames, false, testing::SweepStride(29));
 }
 
 // 41,773 and 76,262 reloads: the slowest tests of the module (seconds; under
-// the sanitizers, minutes: there they cut at every 7th length).
+// the sanitizers, minutes: there they cut at every 29th length).
 TEST(TfileDamageTest, WorkSampleTruncatedAtEveryLength) { CheckSample("work_amd64.tf", 15); }
 TEST(TfileDamageTest, SteppingSampleTruncatedAtEveryLength) {
   CheckSample("stepping_amd64.tf", 25);
@@ -158,7 +153,7 @@ TEST(TfileDamageTest, FlippedBytesNeverCrash) {
     std::vector<std::uint8_t> bytes = testing::SmallTfile(tdesc);
     const std::vector<std::uint8_t> masks =
         tdesc ? std::vector<std::uint8_t>{0x01} : std::vector<std::uint8_t>{0xff, 0x01, 0x80, 0x10};
-    for (std::size_t at = 0; at < bytes.size(); ++at) {
+    for (std::size_t at = 0; at < bytes.size(); at += testing::kSweepStride) {
       for (std::uint8_t mask : masks) {
         bytes[at] ^= mask;
         const Outcome o = ReadAll(bytes);
@@ -177,7 +172,7 @@ TEST(TfileDamageTest, GdbSampleFlipsNeverCrash) {
   const auto full = testing::ReadFileBytes(testing::SamplesDir() + "/gdb_tfile/work_amd64.tf");
   ASSERT_FALSE(full.empty());
   std::vector<std::uint8_t> bytes = full;
-  for (std::size_t at = 0; at < full.size(); at += 7) {
+  for (std::size_t at = 0; at < full.size(); at += 7 * testing::kSweepStride) {
     bytes[at] ^= static_cast<std::uint8_t>(0x5a ^ at);
     const Outcome o = ReadAll(bytes);
     bytes[at] = full[at];
