@@ -13,6 +13,7 @@
 // hands out the trace's memory to whoever connects, so a non-loopback
 // --listen address prints a warning.
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -31,6 +32,29 @@ constexpr std::uint16_t kDefaultPort = 1234;
 
 bool IsLoopback(const std::string& address) {
   return address.rfind("127.", 0) == 0 || address == "::1";
+}
+
+// Prints a server notice ("client 3 connected ...") on stderr without ever
+// blocking: when stderr is a pipe nobody reads (a script that only wanted the
+// port), it fills after about a thousand clients, and a blocking write would
+// stall the I/O thread and every session with it. A line that does not fit
+// is dropped and counted; the next line that fits says how many were.
+// Called on the server's I/O thread only.
+void NoticeWithoutBlocking(const std::string& text) {
+  static std::size_t dropped = 0;
+  pollfd out{STDERR_FILENO, POLLOUT, 0};
+  if (::poll(&out, 1, 0) != 1 || (out.revents & POLLOUT) == 0) {
+    ++dropped;
+    return;
+  }
+  std::string lines;
+  if (dropped > 0) {
+    lines =
+        "backstep: (" + std::to_string(dropped) + " notices dropped: nothing was reading stderr)\n";
+  }
+  lines += "backstep: " + text + "\n";
+  // One write of less than a page: a pipe with room takes it whole.
+  if (::write(STDERR_FILENO, lines.data(), lines.size()) > 0) dropped = 0;
 }
 
 std::string HostPort(const std::string& address, std::uint16_t port) {
@@ -98,9 +122,7 @@ int RunServe(Args& args) {
   if (log) options.log_path = *log;
   if (!stdio) {
     // In --stdio mode stderr is the debugger's console: stay quiet there.
-    options.notice = [](const std::string& text) {
-      std::fprintf(stderr, "backstep: %s\n", text.c_str());
-    };
+    options.notice = NoticeWithoutBlocking;
   }
   auto server = gdbstub::Server::Create(
       [shared, options = *target_options] { return gdbstub::NewTraceTarget(shared, options); },

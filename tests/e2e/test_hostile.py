@@ -176,6 +176,18 @@ class Connections(unittest.TestCase):
             self.assertLess(grown, RSS_BOUND_KIB)
             well_behaved_gdb(self, server)
 
+    def test_stderr_nobody_reads(self):
+        # Two notices per client that spoke: 300 clients write 25 KiB into a
+        # pipe that holds 4. The server must not block on its stderr.
+        with util.Server(ENV, recording(), read_stderr=False) as server:
+            for _ in range(300):
+                with socket.create_connection((server.host, server.port)) as s:
+                    s.sendall(b"$?#3f")
+                    s.settimeout(rsp.TIMEOUT)
+                    self.assertTrue(s.recv(64), "the server stopped answering")
+            with rsp.Client(server.host, server.port) as c:
+                self.assertRegex(c.ask("?"), r"^[ST]")
+
 
 class TraceChangedUnderTheServer(unittest.TestCase):
     def test_truncated_trace_ends_sessions_not_the_server(self):

@@ -11,6 +11,7 @@ Usage from a test module:
 """
 
 import argparse
+import fcntl
 import os
 import re
 import shutil
@@ -95,8 +96,11 @@ def run(argv, timeout=STEP_TIMEOUT, check=True, stdin=None):
 class Server:
     """`backstep serve TRACE --port 0 --log LOG` for the duration of a `with`."""
 
-    def __init__(self, env, trace, extra=()):
+    def __init__(self, env, trace, extra=(), read_stderr=True):
+        """`read_stderr=False`: stop reading the server's stderr once it has
+        said where it listens, as a script that only wanted the port."""
         self.env = env
+        self.read_stderr = read_stderr
         self.log = os.path.join(env.dir, "packets-%d.log" % id(self))
         self.argv = [env.backstep, "serve", trace.path, "--port", "0", "--log", self.log]
         self.argv += list(extra)
@@ -105,6 +109,8 @@ class Server:
     def __enter__(self):
         self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, text=True)
+        if not self.read_stderr:  # the smallest pipe (a page): it fills sooner
+            fcntl.fcntl(self.proc.stderr.fileno(), fcntl.F_SETPIPE_SZ, 4096)
         ready = threading.Event()
 
         def pump():
@@ -114,6 +120,8 @@ class Server:
                 if match:
                     self.host, self.port = match.group(1), int(match.group(2))
                     ready.set()
+                    if not self.read_stderr:
+                        return
         self.pump = threading.Thread(target=pump, daemon=True)
         self.pump.start()
         if not ready.wait(STEP_TIMEOUT):
