@@ -9,10 +9,18 @@
 // positions and at the end; the same number of instructions.
 //
 // Nondeterministic inputs: AT_RANDOM's bytes (stack canary, pointer guard)
-// getrandom's (malloc's tcache key) and rdtsc's (ld.so's start time): the
+// getrandom's (malloc's tcache key), rdtsc's (ld.so's start time) and those
+// of the system calls whose answer varies (the clock reads, since the vDSO
+// is hidden, and sysinfo: real programs call them): the
 // emulated run gets the ptrace run's (EmuOptions); process
 // and thread ids: both programs run as pid 1 of a new PID namespace. The ptrace engine's rdtsc is
 // the host's, the emulator's a counter: the programs do not execute it.
+//
+// Real programs: BACKSTEP_CROSSCHECK_COMMANDS="wc small.txt;gzip -c small.txt"
+// adds one case per command (run in the current directory, words split on
+// spaces, the program found on PATH), named RealPrograms/EngineCrossCheck.
+// EmuTraceEqualsPtraceTrace/N; not set (CI): none. The rates make them
+// minutes each (docs/usage-record.md, "Emulation engine").
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -21,9 +29,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "backstep/core/byte_source.h"
 #include "backstep/core/format_registry.h"
@@ -38,8 +49,17 @@ namespace {
 
 using Replay = test_util::ReplayedState;
 
-std::string Program(const std::string& name) {
-  return std::string(BACKSTEP_RECORD_PROGRAMS) + "/" + name;
+// A program to record: a test program's name, or a command line.
+struct CrossCheckCase {
+  std::string name;               // the test's name and the traces' file names
+  std::vector<std::string> argv;  // empty: the test program `name`
+};
+
+void PrintTo(const CrossCheckCase& c, std::ostream* os) { *os << c.name; }
+
+std::vector<std::string> ArgvOf(const CrossCheckCase& c) {
+  if (!c.argv.empty()) return c.argv;
+  return {std::string(BACKSTEP_RECORD_PROGRAMS) + "/" + c.name};
 }
 
 struct Recording {
@@ -62,6 +82,34 @@ std::vector<std::vector<std::uint8_t>> GetrandomResults(const std::string& trace
     std::vector<std::uint8_t>& bytes = out.emplace_back();
     for (const core::MemoryAccess& w : e.writes)
       bytes.insert(bytes.end(), w.data.begin(), w.data.end());
+  }
+  return out;
+}
+
+// What each system call whose answer varies from run to run (the clock
+// reads, sysinfo) returned in a trace: its result (rax after it) and the
+// bytes it wrote.
+std::vector<EmuOptions::KernelAnswer> KernelAnswers(const std::string& trace) {
+  std::vector<EmuOptions::KernelAnswer> out;
+  auto source = core::MapFile(trace);
+  if (!source.ok()) return out;
+  auto reader = core::OpenTraceSource(*source);
+  if (!reader.ok()) return out;
+  const core::RegisterId rax = *core::X86_64().Find("rax");
+  core::Event e;
+  while (true) {
+    core::Expected<bool> more = (*reader)->Next(&e);
+    if (!more.ok() || !*more) break;
+    for (std::uint64_t nr : {228, 96, 201, 99}) {
+      if (e.description.rfind("syscall " + std::to_string(nr) + "(", 0) != 0) continue;
+      EmuOptions::KernelAnswer& answer = out.emplace_back();
+      answer.nr = nr;
+      for (const core::RegisterWrite& w : e.registers) {
+        if (w.reg == rax) std::memcpy(&answer.result, w.value, sizeof answer.result);
+      }
+      for (const core::MemoryAccess& w : e.writes)
+        answer.bytes.insert(answer.bytes.end(), w.data.begin(), w.data.end());
+    }
   }
   return out;
 }
@@ -119,8 +167,9 @@ std::vector<std::uint8_t> AtRandom(const std::string& trace) {
 // so that the program is pid 1 in both runs (getpid, set_tid_address and
 // the tid glibc stores in the TCB are the same): the trace file, then a
 // RecordResult or an error message through a pipe.
-void RecordWith(bool emu, const std::string& program, Recording* out, EmuOptions emu_options = {}) {
-  out->path = ::testing::TempDir() + "/" + program + (emu ? ".emu" : ".ptrace") + ".ucir";
+void RecordWith(bool emu, const CrossCheckCase& program, Recording* out,
+                EmuOptions emu_options = {}) {
+  out->path = ::testing::TempDir() + "/" + program.name + (emu ? ".emu" : ".ptrace") + ".ucir";
   int fds[2];
   ASSERT_EQ(pipe(fds), 0);
   const pid_t worker = fork();
@@ -139,7 +188,7 @@ void RecordWith(bool emu, const std::string& program, Recording* out, EmuOptions
     auto sink = UsercornSink::Create(out->path);
     if (!sink.ok()) report(sink.status().message(), {});
     RecordOptions options;
-    options.spawn.argv = {Program(program)};
+    options.spawn.argv = ArgvOf(program);
     options.spawn.stdout_fd = open("/dev/null", O_WRONLY);
     options.portable_cpuid = true;
     options.hide_vdso = true;  // implied by the emu engine: the same ld.so path
@@ -168,7 +217,7 @@ void RecordWith(bool emu, const std::string& program, Recording* out, EmuOptions
   out->result = result;
 }
 
-class EngineCrossCheck : public ::testing::TestWithParam<std::string> {};
+class EngineCrossCheck : public ::testing::TestWithParam<CrossCheckCase> {};
 
 TEST_P(EngineCrossCheck, EmuTraceEqualsPtraceTrace) {
   Recording ptrace_rec, emu_rec;
@@ -182,6 +231,7 @@ TEST_P(EngineCrossCheck, EmuTraceEqualsPtraceTrace) {
   ASSERT_EQ(inputs.at_random.size(), 16u);
   inputs.getrandom = GetrandomResults(ptrace_rec.path);
   inputs.rdtsc = RdtscResults(ptrace_rec.path);
+  inputs.kernel_answers = KernelAnswers(ptrace_rec.path);
   RecordWith(true, GetParam(), &emu_rec, inputs);
   if (HasFatalFailure()) return;
   // The programs ran to their end (127: ld.so refused the CPU the table describes).
@@ -196,18 +246,43 @@ TEST_P(EngineCrossCheck, EmuTraceEqualsPtraceTrace) {
   std::remove(emu_rec.path.c_str());
 }
 
-std::vector<std::string> Programs() {
-  std::vector<std::string> out;
+std::vector<CrossCheckCase> Programs() {
+  std::vector<CrossCheckCase> out;
   for (const char* p : {"loop", "strings", "syscalls", "scenario", "dataflow", "tracepoints"}) {
     // Two of the four builds (recorder_test replays all four with the ptrace
     // engine): together they cover -O0/-O2 and static/PIE.
-    for (const char* build : {"O0_pie", "O2_static"}) out.push_back(std::string(p) + "_" + build);
+    for (const char* build : {"O0_pie", "O2_static"}) {
+      out.push_back({std::string(p) + "_" + build, {}});
+    }
+  }
+  return out;
+}
+
+// BACKSTEP_CROSSCHECK_COMMANDS: "cmd args;cmd args", each program looked up
+// on PATH.
+std::vector<CrossCheckCase> RealPrograms() {
+  std::vector<CrossCheckCase> out;
+  const char* commands = std::getenv("BACKSTEP_CROSSCHECK_COMMANDS");
+  std::istringstream list(commands ? commands : "");
+  std::string command;
+  while (std::getline(list, command, ';')) {
+    std::istringstream words(command);
+    CrossCheckCase c{"real" + std::to_string(out.size()), {}};
+    for (std::string w; words >> w;) c.argv.push_back(w);
+    if (c.argv.empty()) continue;
+    for (const char* dir : {"/usr/bin/", "/bin/"}) {
+      if (c.argv[0].find('/') == std::string::npos && access((dir + c.argv[0]).c_str(), X_OK) == 0)
+        c.argv[0] = dir + c.argv[0];
+    }
+    out.push_back(std::move(c));
   }
   return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Programs, EngineCrossCheck, ::testing::ValuesIn(Programs()),
-                         [](const auto& p) { return p.param; });
+                         [](const auto& p) { return p.param.name; });
+INSTANTIATE_TEST_SUITE_P(RealPrograms, EngineCrossCheck, ::testing::ValuesIn(RealPrograms()),
+                         [](const auto& p) { return p.param.name; });
 
 }  // namespace
 }  // namespace backstep::record

@@ -74,6 +74,17 @@ struct EmuOptions {
   std::vector<std::vector<std::uint8_t>> getrandom;
   // The values successive rdtsc/rdtscp return (edx:eax); beyond the list, the counter.
   std::vector<std::uint64_t> rdtsc;
+  // What successive system calls whose answer differs from run to run
+  // returned (tests: the other recording's): the clock reads
+  // (clock_gettime, gettimeofday, time) and sysinfo (uptime, free memory).
+  // Each: the system call's number, its result and the bytes the kernel
+  // wrote at its output pointer. A call of another number than the next one
+  // listed, or beyond the list, is the kernel's.
+  struct KernelAnswer {
+    std::uint64_t nr = 0, result = 0;
+    std::vector<std::uint8_t> bytes;
+  };
+  std::vector<KernelAnswer> kernel_answers;
   // Hooks for materializing native recordings (recorder/native/): who
   // answers system calls (null: the tracee runs them) and cpuid (empty:
   // PortableCpuid()).

@@ -79,6 +79,8 @@ class EmuSession {
   static constexpr std::size_t kFsBaseSlot = CpuLayout::kFsBaseSlot,
                                kGsBaseSlot = CpuLayout::kGsBaseSlot;
   static constexpr std::uint64_t kSysGetrandom = 318, kSysRtSigreturn = 15;
+  static constexpr std::uint64_t kSysClockGettime = 228, kSysGettimeofday = 96, kSysTime = 201,
+                                  kSysSysinfo = 99;
   static constexpr std::uint64_t kMaxStackGrowth = 8u << 20;  // the default RLIMIT_STACK
 
   static std::uint32_t UcProt(const Mapping& m) {
@@ -167,6 +169,7 @@ class EmuSession {
   bool pending_fp_ = false;
   bool pending_rep_ = false;     // a rep string instruction (QEMU: a hook per iteration)
   std::size_t next_random_ = 0;  // into emu_.getrandom
+  std::size_t next_answer_ = 0;  // into emu_.kernel_answers
   std::size_t next_tsc_ = 0;     // into emu_.rdtsc
   std::uint64_t native_steps_ = 0, in_process_steps_ = 0;
   core::Address fault_address_ = 0;
