@@ -1,6 +1,7 @@
 #include "backstep/core/register_file.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cstring>
 
@@ -30,7 +31,14 @@ std::uint64_t RegisterFile::u64(RegisterId id) const {
 void RegisterFile::Set(RegisterId id, std::span<const std::uint8_t> value) {
   const RegisterInfo& r = arch_->info(id);
   assert(!r.derived && value.size() >= r.size);
-  std::memcpy(storage_.data() + r.storage_offset, value.data(), r.size);
+  std::uint8_t* to = storage_.data() + r.storage_offset;
+  // Most writes are of 8-byte registers: a copy of constant size is inlined
+  // (no library call; this runs for every register write of every event).
+  if (r.size == 8) {
+    std::memcpy(to, value.data(), 8);
+  } else {
+    std::memcpy(to, value.data(), r.size);
+  }
   known_[id >> 6] |= std::uint64_t{1} << (id & 63);
 }
 
@@ -67,6 +75,14 @@ void RegisterFile::Apply(const RegisterWrite& write) {
   std::uint8_t* p = storage_.data() + r.storage_offset;
   switch (write.op) {
     case RegisterOp::kAdd: {
+      if (r.size == 8 && std::endian::native == std::endian::little) {
+        std::uint64_t sum, addend;  // the same sum as the loop below, modulo 2^64
+        std::memcpy(&sum, p, 8);
+        std::memcpy(&addend, write.value, 8);
+        sum += addend;
+        std::memcpy(p, &sum, 8);
+        break;
+      }
       unsigned carry = 0;  // byte-wise ripple carry: any size, modulo 2^(8*size)
       for (unsigned i = 0; i < r.size; ++i) {
         const unsigned sum = p[i] + write.value[i] + carry;

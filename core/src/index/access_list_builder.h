@@ -28,6 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "index/append_buffer.h"
 #include "index/index_format.h"
 #include "index/index_sink.h"
 
@@ -75,7 +76,7 @@ class AccessListBuilder {
     bool complete;  // every write since the last clear, not only this segment's
   };
   struct Page {
-    std::vector<std::uint8_t> data;
+    AppendBuffer data;
     std::vector<BlockRecord> blocks;  // data_offset relative to `data`
     std::uint64_t last_event = 0;
     std::uint64_t last_ref = 0;             // last referenced trace offset of the current block
@@ -108,6 +109,12 @@ class AccessListBuilder {
   // Hot pages' states carried from previous segments, taken back by the
   // page's first entry in this one (at most carry_budget_ bytes).
   std::unordered_map<std::uint64_t, std::unique_ptr<PageState>> carried_;
+  struct PageSlot {
+    std::uint64_t number = 0;
+    Page* page = nullptr;  // pages_[number] (nodes are stable)
+  };
+  static constexpr int kPageCacheBits = 9;
+  std::array<PageSlot, 1 << kPageCacheBits> page_cache_{};
   Page* last_page_ = nullptr;  // pages_[last_page_number_] (nodes are stable)
   std::uint64_t last_page_number_ = 0;
   std::uint64_t memory_bytes_ = 0;

@@ -238,12 +238,35 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
   const std::uint64_t mask = LineMask(o1, o2 - o1);
   std::uint64_t remaining = 0;
   for (std::uint32_t i = 0; i < o2 - o1; ++i) remaining += !known[i];
-  // A block's matching entries, to walk them newest first (blocks of the
+  // The asked part of an entry: bytes [a, z) of the page, data[i - offset]
+  // for byte i.
+  struct Piece {
+    const std::uint8_t* data;
+    std::uint32_t offset, a, z;
+  };
+  // A block's matching pieces, to walk them newest first (blocks of the
   // default 64 entries fit; larger tunings use the vector).
   constexpr std::uint32_t kBlockBuffer = 128;
-  AccessEntry small_block[kBlockBuffer];
-  std::vector<AccessEntry> big_block;
+  Piece small_block[kBlockBuffer];
+  std::vector<Piece> big_block;
   bool last_needed = false;
+  // Bytes claimed by a piece whose data is being prefetched (see below).
+  constexpr std::uint8_t kClaimed = 2;
+  constexpr std::uintptr_t kLineMask = 63;
+  constexpr std::uint32_t kClaimBatch = 64;
+  Piece claims[kClaimBatch];
+  std::uint32_t claimed = 0;
+  auto copy_claims = [&] {
+    for (std::uint32_t k = 0; k < claimed; ++k) {
+      const Piece& c = claims[k];
+      for (std::uint32_t i = c.a; i < c.z; ++i) {
+        const bool mine = known[i - o1] == kClaimed;
+        values[i - o1] = mine ? c.data[i - c.offset] : values[i - o1];
+        known[i - o1] = mine ? 1 : known[i - o1];
+      }
+    }
+    claimed = 0;
+  };
   for (std::uint64_t s = SegmentIndexOf(p - 1) + 1; remaining > 0 && s-- > 0;) {
     const SegmentRecord seg = segment(s);
     if (seg.end_event <= lower) break;
@@ -286,22 +309,33 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
     }
     // Newest entries first, each byte taken from the first entry (= the last
     // write) that covers it: older writes of bytes already decided are never
-    // fetched. Referenced data lives in the trace, one cache miss per entry,
-    // so a hot page costs the bytes it has rather than every write since the
-    // snapshot; and the walk stops once every asked byte is decided.
-    auto take = [&](const AccessEntry& e) {
-      const std::uint32_t a = std::max(o1, e.offset), z = std::min(o2, e.offset + e.length);
-      bool any = false;
-      for (std::uint32_t i = a; i < z && !any; ++i) any = !known[i - o1];
-      if (!any) return;
-      const std::uint8_t* data = EntryData(e);
+    // fetched, and the walk stops once every asked byte is decided.
+    // Referenced data lives in the trace, one cache miss per entry: the walk
+    // claims bytes first (known = kClaimed) and prefetches the claiming
+    // entries' data, then copies a batch of claims at a time, so that the
+    // misses overlap instead of following one another. A claimed byte's
+    // claimer is the newest entry covering it (bytes only go from unknown
+    // to claimed), and claims are copied newest first.
+    auto claim = [&](const Piece& piece) {
+      const std::uint32_t a = piece.a, z = piece.z;
+      if (claimed == kClaimBatch) copy_claims();
+      // Branch-free: whether a byte is known is data the predictor cannot learn.
+      std::uint32_t newly = 0;
       for (std::uint32_t i = a; i < z; ++i) {
-        if (!known[i - o1]) {
-          values[i - o1] = data[i - e.offset];
-          known[i - o1] = 1;
-          --remaining;
-        }
+        const std::uint8_t k = known[i - o1];
+        const std::uint8_t unknown = k == 0;
+        known[i - o1] = k | static_cast<std::uint8_t>(unknown * kClaimed);
+        newly += unknown;
       }
+      if (newly == 0) return;
+      remaining -= newly;
+      const std::uint8_t* data = piece.data;
+      const auto first = reinterpret_cast<std::uintptr_t>(data + (a - piece.offset)) & ~kLineMask;
+      const auto last = reinterpret_cast<std::uintptr_t>(data + (z - piece.offset) - 1);
+      for (std::uintptr_t line = first; line <= last; line += kLineMask + 1) {
+        __builtin_prefetch(reinterpret_cast<const void*>(line));
+      }
+      claims[claimed++] = piece;
     };
     for (std::uint64_t b = end; remaining > 0 && b-- > start;) {
       const BlockRecord block = blocks.at(b);
@@ -310,24 +344,27 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
       if (block.entry_count > kBlockBuffer && block.entry_count > big_block.size()) {
         big_block.resize(block.entry_count);
       }
-      AccessEntry* entries = block.entry_count <= kBlockBuffer ? small_block : big_block.data();
+      Piece* entries = block.entry_count <= kBlockBuffer ? small_block : big_block.data();
       std::uint32_t count = 0;
       for (std::uint32_t j = 0; j < block.entry_count; ++j) {
         const AccessEntry e = decoder.Next();
         if (e.event >= p) break;
-        if (e.event >= lower && Overlaps(e, o1, o2)) entries[count++] = e;
+        if (e.event >= lower && Overlaps(e, o1, o2)) {
+          entries[count++] = {EntryData(e), e.offset, std::max(o1, e.offset),
+                              std::min(o2, e.offset + e.length)};
+        }
       }
-      for (std::uint32_t k = count; remaining > 0 && k-- > 0;) take(entries[k]);
+      for (std::uint32_t k = count; remaining > 0 && k-- > 0;) claim(entries[k]);
     }
+    copy_claims();
     if (snap && remaining > 0) {
       const std::uint8_t* bits = bytes_.data() + snap->data_offset;
       const std::uint8_t* snap_values = bits + kPageSize / 8;
       for (std::uint32_t i = o1; i < o2; ++i) {
-        if (!known[i - o1] && ((bits[i / 8] >> (i % 8)) & 1)) {
-          values[i - o1] = snap_values[i];
-          known[i - o1] = 1;
-          --remaining;
-        }
+        const bool take = !known[i - o1] && ((bits[i / 8] >> (i % 8)) & 1);
+        values[i - o1] = take ? snap_values[i] : values[i - o1];
+        known[i - o1] |= take;
+        remaining -= take;
       }
     }
     if (last_needed) break;

@@ -21,7 +21,7 @@ void PcIndexBuilder::Add(std::uint64_t pc, std::uint64_t event) {
     std::uint8_t buf[10];
     std::uint8_t* out = buf;
     PutVarint(event - p.last, out);
-    p.data.insert(p.data.end(), buf, out);
+    p.data.AppendShort(buf, out - buf);
     memory_bytes_ += out - buf;
   }
   p.last = event;
@@ -38,7 +38,7 @@ std::pair<std::uint64_t, std::uint64_t> PcIndexBuilder::Flush(IndexSink& sink) {
   for (std::uint64_t pc : order) {
     Postings& p = pcs_.at(pc);
     PcRecord rec{pc, p.count, 0, sink.size()};
-    sink.Write(p.data);
+    sink.Write(p.data.bytes());
     sink.Pad8();
     rec.skips_offset = sink.size();
     sink.WriteRecords<SkipRecord>(p.skips);

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "index/append_buffer.h"
 #include "index/index_format.h"
 #include "index/index_sink.h"
 
@@ -31,7 +32,7 @@ class PcIndexBuilder {
 
  private:
   struct Postings {
-    std::vector<std::uint8_t> data;
+    AppendBuffer data;
     std::vector<SkipRecord> skips;  // data_rel relative to `data`
     std::uint64_t last = 0;
     std::uint64_t count = 0;
