@@ -24,6 +24,10 @@ std::optional<ReadRegisterRequest> ParseReadRegister(std::string_view args) {
 }
 
 void AppendRegisterHex(std::string& out, const RegisterValue& value) {
+  if (value.all_known()) {
+    AppendHexBytes(out, std::span<const std::uint8_t>(value.bytes).first(value.size));
+    return;
+  }
   for (std::size_t i = 0; i < value.size; ++i) {
     if (value.known & (std::uint64_t{1} << i)) {
       AppendHexByte(out, value.bytes[i]);

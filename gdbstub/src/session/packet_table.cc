@@ -1,5 +1,6 @@
 #include "session/packet_table.h"
 
+#include <algorithm>
 #include <array>
 
 #include "backstep/gdbstub/target.h"
@@ -125,6 +126,8 @@ constexpr auto kRoutes = std::to_array<Route>({
     {"qTV:", kPrefix, C::kTraceFrames, HandleTraceVariable},
     {"qTP:", kPrefix, C::kTraceFrames, HandleTracepointStatus},
 });
+// FindRoute compares first bytes before anything else.
+static_assert(std::ranges::none_of(kRoutes, [](const Route& r) { return r.prefix.empty(); }));
 
 }  // namespace
 
@@ -133,6 +136,9 @@ std::span<const Route> PacketRoutes() { return kRoutes; }
 const Route* FindRoute(std::string_view packet) {
   const Route* best = nullptr;
   for (const Route& route : kRoutes) {
+    // Most routes differ in their first byte: skip them without a compare
+    // (this lookup runs for every packet, the steps' `bs` and `m` included).
+    if (packet.empty() || route.prefix[0] != packet[0]) continue;
     bool matches =
         route.match == Match::kExact ? packet == route.prefix : packet.starts_with(route.prefix);
     if (matches && (best == nullptr || route.prefix.size() > best->prefix.size())) best = &route;

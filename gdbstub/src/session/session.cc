@@ -123,8 +123,9 @@ void Session::Send(const Reply& reply, std::vector<std::string>& out) {
 }
 
 void Session::SendPacket(std::string_view payload, std::vector<std::string>& out) {
-  last_sent_ = FramePacket(payload);
-  out.push_back(last_sent_);
+  out.push_back(FramePacket(payload));
+  // Only ack mode resends a reply (on `-`): no-ack mode keeps no copy.
+  if (!no_ack_) last_sent_ = out.back();
 }
 
 std::optional<core::ThreadId> Session::ResolveThread(const ThreadSpec& spec) {
@@ -154,8 +155,15 @@ StopReplyOptions Session::stop_reply_options() const {
   const Negotiated& n = state_.negotiated;
   // LLDB (the only client that sends QThreadSuffixSupported) numbers
   // signals as the target does; gdb has numbers of its own.
-  return StopReplyOptions{n.multiprocess, n.swbreak, n.hwbreak, n.list_threads_in_stop_reply,
-                          n.thread_suffix};
+  StopReplyOptions options{n.multiprocess, n.swbreak, n.hwbreak, n.list_threads_in_stop_reply,
+                           n.thread_suffix};
+  // gdb computes the frame from fp, sp and pc (what gdbserver expedites) and
+  // parses every expedited register at every stop: the others cost it more
+  // CPU per stepped instruction than the stub spends on the step
+  // (docs/benchmarks.md); a command that reads another register asks `g`
+  // once per stop. LLDB reads every general register at every stop.
+  options.frame_registers_only = !n.list_threads_in_stop_reply && !n.thread_suffix;
+  return options;
 }
 
 std::span<std::uint8_t> Session::Scratch(std::size_t size) {

@@ -63,6 +63,12 @@ TraceTarget::TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOp
        ++regnum) {
     expedited_.push_back(regnum);
   }
+  for (core::RegisterId reg : {arch.fp(), arch.sp(), arch.pc()}) {
+    if (reg == core::kNoRegister) continue;
+    const int regnum = arch.info(reg).gdb_regnum;
+    if (regnum >= 0 && regnum < static_cast<int>(slots_.size())) frame_.push_back(regnum);
+  }
+  std::sort(frame_.begin(), frame_.end());
   if (arch.pc() != core::kNoRegister && arch.info(arch.pc()).gdb_regnum >= 0) {
     pc_regnum_ = arch.info(arch.pc()).gdb_regnum;
   }
@@ -82,7 +88,7 @@ TraceTarget::TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOp
 
 RegisterLayout TraceTarget::register_layout() {
   return RegisterLayout{static_cast<int>(slots_.size()), pc_regnum_,
-                        std::span<const int>(expedited_)};
+                        std::span<const int>(expedited_), std::span<const int>(frame_)};
 }
 
 core::Expected<RegisterValue> TraceTarget::ReadRegister(core::ThreadId thread, int regnum) {

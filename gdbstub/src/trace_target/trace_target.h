@@ -169,6 +169,7 @@ class TraceTarget final : public Target,
   // Registers: slots_[regnum] says where regnum lives.
   std::vector<core::GdbSlot> slots_;
   std::vector<int> expedited_;  // regnums sent in every stop reply
+  std::vector<int> frame_;      // fp, sp, pc: the stop reply's registers for gdb
   std::optional<int> pc_regnum_;
   std::vector<std::pair<std::string, std::string>> documents_;
   std::string triple_;

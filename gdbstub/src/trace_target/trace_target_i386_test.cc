@@ -59,6 +59,8 @@ TEST_F(TraceTargetI386, LayoutDocumentsAndHostInfoComeFromTheI386Table) {
   EXPECT_EQ(layout.pc, 8);
   EXPECT_EQ(std::vector<int>(layout.expedited.begin(), layout.expedited.end()),
             (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));  // eax..edi, eip, eflags
+  EXPECT_EQ(std::vector<int>(layout.frame.begin(), layout.frame.end()),
+            (std::vector<int>{4, 5, 8}));  // esp, ebp, eip
   auto target_xml = target_->TargetDescription("target.xml");
   ASSERT_TRUE(target_xml.has_value());
   EXPECT_NE(target_xml->find("<architecture>i386</architecture>"), std::string::npos);

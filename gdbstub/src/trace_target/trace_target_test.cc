@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 #include "backstep/core/cursor.h"
+#include "session/session_test_util.h"
 #include "trace_target/trace_target_test_util.h"
 
 namespace backstep::gdbstub {
@@ -69,11 +72,55 @@ TEST_F(TraceTargetReven, LayoutAndDescription) {
   std::vector<int> general(18);
   for (int i = 0; i < 18; ++i) general[i] = i;
   EXPECT_EQ(std::vector<int>(layout.expedited.begin(), layout.expedited.end()), general);
+  EXPECT_EQ(std::vector<int>(layout.frame.begin(), layout.frame.end()),
+            (std::vector<int>{6, 7, 16}));  // rbp, rsp, rip
   auto xml = target_->TargetDescription("target.xml");
   ASSERT_TRUE(xml);
   EXPECT_NE(xml->find("i386:x86-64"), std::string_view::npos);
   EXPECT_FALSE(target_->TargetDescription("nope.xml"));
   EXPECT_TRUE(target_->auxv().empty());
+}
+
+// The `regnum:value` pairs of a stop reply, in order.
+std::vector<std::pair<int, std::string>> ExpeditedRegisters(const std::string& reply) {
+  std::vector<std::pair<int, std::string>> out;
+  for (std::size_t start = 3; start < reply.size();) {  // after `T05`
+    std::size_t end = reply.find(';', start);
+    if (end == std::string::npos) end = reply.size();
+    const std::string field = reply.substr(start, end - start);
+    const std::size_t colon = field.find(':');
+    if (colon == 2 && std::isxdigit(field[0]) && std::isxdigit(field[1])) {
+      out.emplace_back(std::stoi(field.substr(0, 2), nullptr, 16), field.substr(3));
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+// gdb computes the frame from rbp, rsp and rip and parses every register of
+// every stop reply: it gets those three (the others with `g`); LLDB, which
+// reads every general register at each stop, gets all of them.
+TEST_F(TraceTargetReven, StopRepliesExpediteTheFrameForGdbAndEveryGeneralRegisterForLldb) {
+  GoTo(end_ / 2);
+  auto value_of = [&](int regnum) {
+    auto value = target_->ReadRegister(target_->current_thread(), regnum);
+    EXPECT_TRUE(value.ok() && value->all_known());
+    std::string hex;
+    for (std::size_t i = 0; value.ok() && i < value->size; ++i) hex += Le(value->bytes[i], 1);
+    return hex;
+  };
+  Wire gdb(*target_);
+  gdb.Ask("qSupported:multiprocess+;swbreak+;hwbreak+");
+  std::vector<std::pair<int, std::string>> frame;
+  for (int regnum : {6, 7, 16}) frame.emplace_back(regnum, value_of(regnum));
+  EXPECT_EQ(ExpeditedRegisters(gdb.Ask("?")), frame);
+
+  Wire lldb(*target_);
+  EXPECT_EQ(lldb.Ask("QThreadSuffixSupported"), "OK");
+  EXPECT_EQ(lldb.Ask("QListThreadsInStopReply"), "OK");
+  std::vector<std::pair<int, std::string>> general;
+  for (int regnum = 0; regnum < 18; ++regnum) general.emplace_back(regnum, value_of(regnum));
+  EXPECT_EQ(ExpeditedRegisters(lldb.Ask("?")), general);
 }
 
 TEST_F(TraceTargetReven, RegistersMatchTheCursorEverywhere) {

@@ -95,9 +95,14 @@ void Connection::Loop() {
       break;
     }
     std::string out;
-    for (const std::string& reply : replies) {
+    for (std::string& reply : replies) {
       if (log_) log_->Sent(id_, reply);
-      out += reply;  // one write per batch: an ack and its reply in one segment
+      // One write per batch: an ack and its reply in one segment.
+      if (out.empty()) {
+        out = std::move(reply);
+      } else {
+        out += reply;
+      }
     }
     if (!WriteAll(out) || session_.finished()) break;
   }

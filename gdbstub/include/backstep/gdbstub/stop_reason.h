@@ -105,12 +105,13 @@ using StopReason =
 
 // What was negotiated with the client, as far as stop replies care.
 struct StopReplyOptions {
-  bool multiprocess = false;       // thread ids as p<pid>.<tid>
-  bool swbreak = false;            // both sides sent swbreak+: `swbreak:` allowed
-  bool hwbreak = false;            // both sides sent hwbreak+: `hwbreak:` allowed
-  bool list_threads = false;       // QListThreadsInStopReply accepted: threads:, thread-pcs:
-  bool host_signals = false;       // the client numbers signals as the host does (LLDB)
-  bool libraries_changed = false;  // `library:` (LLDB re-reads qXfer:libraries-svr4)
+  bool multiprocess = false;          // thread ids as p<pid>.<tid>
+  bool swbreak = false;               // both sides sent swbreak+: `swbreak:` allowed
+  bool hwbreak = false;               // both sides sent hwbreak+: `hwbreak:` allowed
+  bool list_threads = false;          // QListThreadsInStopReply accepted: threads:, thread-pcs:
+  bool host_signals = false;          // the client numbers signals as the host does (LLDB)
+  bool libraries_changed = false;     // `library:` (LLDB re-reads qXfer:libraries-svr4)
+  bool frame_registers_only = false;  // expedite RegisterLayout::frame only (gdb)
 };
 
 // The stop reply for `reason` at the target's current position:
@@ -118,7 +119,8 @@ struct StopReplyOptions {
 // sig is 05 (SIGTRAP) for every trace stop, 02 (SIGINT) for Interrupted and
 // the signal's number (gdb's, or Linux's with host_signals) for Signaled.
 // Expedited registers are those of Target::register_layout() whose bytes are
-// all known. Without negotiation, SwBreak/HwBreak become a plain T05 (gdb
+// all known: `frame` with frame_registers_only (when the layout has one),
+// else `expedited`. Without negotiation, SwBreak/HwBreak become a plain T05 (gdb
 // rejects an unnegotiated `swbreak:`). Exited gives `W<code>` (with
 // `;process:<pid>` when multiprocess).
 std::string FormatStopReply(const StopReason& reason, Target& target,

@@ -75,6 +75,10 @@ struct RegisterLayout {
   int count = 0;                   // regnums 0..count-1, in `g` block order (= tdesc order)
   std::optional<int> pc;           // the PC's regnum (thread-pcs: in stop replies)
   std::span<const int> expedited;  // sent in every stop reply, e.g. {6, 7, 16} on amd64
+  // The frame pointer, stack pointer and pc (amd64: {6, 7, 16}): all gdb
+  // needs after a stop to compute the frame. Empty: `expedited` is sent to
+  // every client.
+  std::span<const int> frame;
 };
 
 struct ThreadInfo {
