@@ -299,7 +299,7 @@ Expected<std::shared_ptr<const MappingState>> MappingTimeline::StateAt(Position 
   for (const auto& [count, state] : states_) {
     if (count == applied) return state;
   }
-  constexpr std::size_t kKeptStates = 4;
+  constexpr std::size_t kKeptStates = 64;
   if (states_.size() == kKeptStates) states_.erase(states_.begin());
   states_.emplace_back(applied, Build(applied));
   return states_.back().second;

@@ -161,8 +161,8 @@ class MappingTimeline {
   std::map<Address, Mapping> initial_;
   mutable std::vector<std::pair<Position, MappingChange>> changes_;  // applies from .first
   mutable Event event_;
-  // The states last built, by the number of changes applied (a few, for
-  // cursors at different positions).
+  // The states last built (up to 64, oldest dropped first), by the number
+  // of changes applied: jumps back and forth rebuild none.
   mutable std::vector<std::pair<std::size_t, std::shared_ptr<const MappingState>>> states_;
   // The pieces after the first built_applied_ changes, by start: a later
   // state applies only the changes after them.
