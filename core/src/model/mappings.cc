@@ -114,6 +114,25 @@ bool Overlaps(const std::map<Address, Mapping>& maps, const MappingChange& chang
   return it != maps.end() && it->first - change.start < change.size;
 }
 
+// Calls fn(mapping, i, n) for each mapping of `maps` (sorted,
+// non-overlapping) that overlaps [addr, addr + length): its bytes are
+// [addr + i, addr + i + n). The range may end at 2^64.
+template <typename Fn>
+void ForEachOverlap(std::span<const Mapping> maps, Address addr, std::size_t length, Fn fn) {
+  if (length == 0 || maps.empty()) return;
+  const Address last = addr + (length - 1);  // inclusive: the range may end at 2^64
+  // The first mapping that ends after addr.
+  auto it = std::upper_bound(maps.begin(), maps.end(), addr,
+                             [](Address a, const Mapping& m) { return a < m.start; });
+  if (it != maps.begin() && std::prev(it)->end() - 1 >= addr) --it;
+  for (; it != maps.end() && it->start <= last; ++it) {
+    if (it->size == 0) continue;
+    const Address from = std::max(it->start, addr);
+    const Address to = std::min(it->start + (it->size - 1), last);  // inclusive
+    fn(*it, static_cast<std::size_t>(from - addr), static_cast<std::size_t>(to - from) + 1);
+  }
+}
+
 }  // namespace
 
 std::vector<MappingChange> ParseMappingChanges(std::string_view description) {
@@ -170,44 +189,23 @@ std::vector<Mapping> JoinedMappings(const std::map<Address, Mapping>& maps) {
 
 void FillUnfilledMappings(std::span<const Mapping> maps, Address addr, std::span<std::uint8_t> out,
                           std::span<std::uint8_t> known) {
-  if (out.empty()) return;
-  const Address last = addr + (out.size() - 1);  // inclusive: the range may end at 2^64
-  // The first mapping that ends after addr.
-  auto it = std::upper_bound(maps.begin(), maps.end(), addr,
-                             [](Address a, const Mapping& m) { return a < m.start; });
-  if (it != maps.begin() && std::prev(it)->end() - 1 >= addr) --it;
-  for (; it != maps.end() && it->start <= last; ++it) {
-    if (!it->unfilled || it->size == 0) continue;
-    const Address from = std::max(it->start, addr);
-    const Address to = std::min(it->start + (it->size - 1), last);  // inclusive
-    for (Address a = from;; ++a) {
-      const std::size_t i = static_cast<std::size_t>(a - addr);
-      if (known[i] == 0) {
-        out[i] = 0;
-        known[i] = 1;
+  ForEachOverlap(maps, addr, out.size(), [&](const Mapping& m, std::size_t i, std::size_t n) {
+    if (!m.unfilled) return;
+    for (std::size_t k = i; k < i + n; ++k) {
+      if (known[k] == 0) {
+        out[k] = 0;
+        known[k] = 1;
       }
-      if (a == to) break;
     }
-  }
+  });
 }
 
 void MaskUnmapped(std::span<const Mapping> unmapped, Address addr, std::span<std::uint8_t> out,
                   std::span<std::uint8_t> known) {
-  if (known.empty() || unmapped.empty()) return;
-  const Address last = addr + (known.size() - 1);  // inclusive: the range may end at 2^64
-  // The first range that ends after addr.
-  auto it = std::upper_bound(unmapped.begin(), unmapped.end(), addr,
-                             [](Address a, const Mapping& m) { return a < m.start; });
-  if (it != unmapped.begin() && std::prev(it)->end() - 1 >= addr) --it;
-  for (; it != unmapped.end() && it->start <= last; ++it) {
-    if (it->size == 0) continue;
-    const Address from = std::max(it->start, addr);
-    const Address to = std::min(it->start + (it->size - 1), last);  // inclusive
-    const std::size_t i = static_cast<std::size_t>(from - addr);
-    const std::size_t n = static_cast<std::size_t>(to - from) + 1;
+  ForEachOverlap(unmapped, addr, out.size(), [&](const Mapping&, std::size_t i, std::size_t n) {
     std::fill_n(out.begin() + i, n, std::uint8_t{0});
     std::fill_n(known.begin() + i, n, std::uint8_t{0});
-  }
+  });
 }
 
 MappingTimeline::MappingTimeline(std::shared_ptr<const Trace> trace) : MappingTimeline(*trace) {
