@@ -1,10 +1,12 @@
 // backstep dump TRACE --at N [--regs] [--mem ADDR LEN]... [--phys] [--thread T]
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "backstep/core/cursor.h"
 #include "backstep/core/hex.h"
+#include "backstep/core/mappings.h"
 #include "backstep/core/search.h"
 #include "backstep/core/trace.h"
 #include "cli/cli.h"
@@ -56,6 +58,23 @@ void PrintMemory(core::Address address, std::span<const std::uint8_t> bytes,
     }
     text.resize(std::max<std::size_t>(text.size(), 19 + 16 * 3), ' ');
     std::printf("%s  |%s|\n", text.c_str(), ascii.c_str());
+  }
+}
+
+// In a trace that describes its mappings: a line for each range of
+// [address, address + length) that an unmap removed at `position` (its
+// bytes print as "??", whatever was written there before).
+void PrintUnmapped(const core::Trace& trace, core::Position position, core::Address address,
+                   std::uint64_t length) {
+  if (!trace.header().describes_mappings || length == 0) return;
+  auto state = trace.mappings().StateAt(position);
+  if (!state.ok()) return;
+  const core::Address last = address + (length - 1);
+  for (const core::Mapping& m : (*state)->unmapped) {
+    if (m.start > last || m.end() - 1 < address) continue;
+    std::printf("# %s-%s: unmapped at this position\n",
+                core::HexU64(std::max(m.start, address)).c_str(),
+                core::HexU64(std::min(m.end() - 1, last) + 1).c_str());
   }
 }
 
@@ -117,6 +136,7 @@ int RunDump(Args& args) {
     std::printf("memory %s %s, %s bytes:\n", phys ? "physical" : "virtual",
                 core::HexU64(*address).c_str(), core::HexU64(*length).c_str());
     PrintMemory(*address, bytes, known);
+    if (!phys) PrintUnmapped(**trace, *position, *address, *length);
   }
   return 0;
 }

@@ -234,6 +234,63 @@ class ProcessFiles(unittest.TestCase):
         self.assertEqual(int(regions[3][0], 16), 0, out)
         self.assertEqual(regions[3][2], "---", out)
 
+    def test_munmap_makes_the_region_unreadable_in_both_directions(self):
+        # mappings.c writes 0xab over `region`, unmaps it, calls unmapped(),
+        # maps it again at the same address and calls remapped().
+        def mark(name):
+            return "echo @@%s\\n" % name
+        out = self.gdb(["break unmapped", "break remapped", "continue",
+                        mark("after"), "print/x region[4*4096]", "print/x region",
+                        "info proc mappings", "monitor when",
+                        "catch syscall munmap", "reverse-continue", "reverse-continue",
+                        mark("entry"), "print/x region[4*4096]", "monitor when",
+                        "continue", mark("return"), "print/x region[4*4096]",
+                        "reverse-stepi", mark("reversed"), "print/x region[4*4096]",
+                        "info proc mappings",
+                        "delete 3", "continue", "continue",
+                        mark("remapped"), "print/x region[4*4096]"])
+        sections = dict(part.split("\n", 1) for part in out.split("@@")[1:])
+        self.assertEqual(set(sections), {"after", "entry", "return", "reversed", "remapped"}, out)
+        region = int(re.search(r"^\$\d+ = (0x[0-9a-f]{6,})", sections["after"], re.M).group(1), 16)
+        probe = region + 4 * 4096
+        unreadable = "Cannot access memory at address 0x%x" % probe
+        # After the munmap: unreadable, and the map has no row over it.
+        self.assertIn(unreadable, sections["after"])
+        covering = [row for row in parse_info_proc_mappings(sections["after"])
+                    if row[0] <= probe < row[1]]
+        self.assertEqual(covering, [], out)
+        # Back at the system call's entry, the bytes read again; at its
+        # return they do not; one reverse-stepi before it, again.
+        util.expect(self, r"^\$\d+ = 0xab$", sections["entry"])
+        self.assertIn(unreadable, sections["return"])
+        util.expect(self, r"^\$\d+ = 0xab$", sections["reversed"])
+        covering = [row for row in parse_info_proc_mappings(sections["reversed"])
+                    if row[0] <= probe < row[1]]
+        self.assertEqual(len(covering), 1, out)
+        # Mapped again: zeros, not the old bytes.
+        util.expect(self, r"^\$\d+ = 0x0$", sections["remapped"])
+        util.expect(self, r"^Breakpoint 2, remapped", out)
+
+        # dump at the stop in unmapped(): "??" and the unmapped line.
+        position = int(re.search(r"position (\d+)", sections["after"]).group(1))
+        entry = int(re.search(r"position (\d+)", sections["entry"]).group(1)) - 1
+        dump = util.run([self.env.backstep, "dump", self.trace, "--at", str(position),
+                         "--mem", "0x%x" % probe, "16"])
+        self.assertIn("0x%016x: %s" % (probe, " ".join(["??"] * 16)), dump)
+        self.assertIn("# 0x%x-0x%x: unmapped at this position" % (probe, probe + 16), dump)
+
+        # lldb-19: `memory read` fails there after the munmap, reads 0xab at
+        # the system call's entry, and `memory region` shows a gap.
+        with util.Server(self.env, self.served) as server:
+            lldb = util.lldb(self.env, server, [
+                "breakpoint set -n unmapped", "continue",
+                "memory read -s1 -c1 -fx 0x%x" % probe, "memory region 0x%x" % probe,
+                "process plugin packet monitor goto %d" % entry, "thread step-inst",
+                "memory read -s1 -c1 -fx 0x%x" % probe], program=self.program)
+        util.expect(self, r"^error: memory read failed for 0x%x" % probe, lldb)
+        util.expect(self, r"^\[0x[0-9a-f]+-0x[0-9a-f]+\) ---$", lldb)
+        util.expect(self, r"^0x%x: 0xab$" % probe, lldb)
+
     def test_extended_remote_R_restarts_without_a_reply(self):
         with util.Server(self.env, self.served) as server:
             rsp = Rsp(server.address())

@@ -3,14 +3,23 @@
 // maps 3 MiB of anonymous memory, protects one page of it and grows the heap,
 // then calls checkpoint(). After checkpoint, when MAPS_OUT names a file, it
 // copies its own /proc/self/maps there: the map the test compares with what
-// the served recording shows at checkpoint.
+// the served recording shows at checkpoint. Then it writes 0xab over an
+// 8-page region, unmaps it, calls unmapped(), maps it again (anonymous, at
+// the same address) and calls remapped(): gdb must read the region as
+// unmapped in between.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 __attribute__((noinline)) void checkpoint(void) { __asm__ volatile("" ::: "memory"); }
+__attribute__((noinline)) void unmapped(void) { __asm__ volatile("" ::: "memory"); }
+__attribute__((noinline)) void remapped(void) { __asm__ volatile("" ::: "memory"); }
+
+enum { kRegionSize = 8 * 4096 };
+unsigned char* volatile region;
 
 static char buffer[1 << 16];
 
@@ -33,5 +42,11 @@ int main(void) {
   checkpoint();  // MARK:checkpoint
   const char* maps_out = getenv("MAPS_OUT");
   if (maps_out) copy_maps(maps_out);
+  region = mmap(0, kRegionSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  memset(region, 0xab, kRegionSize);
+  munmap(region, kRegionSize);  // MARK:munmap
+  unmapped();
+  mmap(region, kRegionSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  remapped();
   return library == 0;
 }

@@ -107,6 +107,32 @@ void SplitAt(std::map<Address, Mapping>& maps, Address address) {
   maps.emplace(address, std::move(right));
 }
 
+// Whether any piece of `maps` overlaps the range of `change`.
+bool Overlaps(const std::map<Address, Mapping>& maps, const MappingChange& change) {
+  auto it = maps.upper_bound(change.start);
+  if (it != maps.begin() && std::prev(it)->second.end() - 1 >= change.start) return true;
+  return it != maps.end() && it->first - change.start < change.size;
+}
+
+// Calls fn(mapping, i, n) for each mapping of `maps` (sorted,
+// non-overlapping) that overlaps [addr, addr + length): its bytes are
+// [addr + i, addr + i + n). The range may end at 2^64.
+template <typename Fn>
+void ForEachOverlap(std::span<const Mapping> maps, Address addr, std::size_t length, Fn fn) {
+  if (length == 0 || maps.empty()) return;
+  const Address last = addr + (length - 1);  // inclusive: the range may end at 2^64
+  // The first mapping that ends after addr.
+  auto it = std::upper_bound(maps.begin(), maps.end(), addr,
+                             [](Address a, const Mapping& m) { return a < m.start; });
+  if (it != maps.begin() && std::prev(it)->end() - 1 >= addr) --it;
+  for (; it != maps.end() && it->start <= last; ++it) {
+    if (it->size == 0) continue;
+    const Address from = std::max(it->start, addr);
+    const Address to = std::min(it->start + (it->size - 1), last);  // inclusive
+    fn(*it, static_cast<std::size_t>(from - addr), static_cast<std::size_t>(to - from) + 1);
+  }
+}
+
 }  // namespace
 
 std::vector<MappingChange> ParseMappingChanges(std::string_view description) {
@@ -163,25 +189,23 @@ std::vector<Mapping> JoinedMappings(const std::map<Address, Mapping>& maps) {
 
 void FillUnfilledMappings(std::span<const Mapping> maps, Address addr, std::span<std::uint8_t> out,
                           std::span<std::uint8_t> known) {
-  if (out.empty()) return;
-  const Address last = addr + (out.size() - 1);  // inclusive: the range may end at 2^64
-  // The first mapping that ends after addr.
-  auto it = std::upper_bound(maps.begin(), maps.end(), addr,
-                             [](Address a, const Mapping& m) { return a < m.start; });
-  if (it != maps.begin() && std::prev(it)->end() - 1 >= addr) --it;
-  for (; it != maps.end() && it->start <= last; ++it) {
-    if (!it->unfilled || it->size == 0) continue;
-    const Address from = std::max(it->start, addr);
-    const Address to = std::min(it->start + (it->size - 1), last);  // inclusive
-    for (Address a = from;; ++a) {
-      const std::size_t i = static_cast<std::size_t>(a - addr);
-      if (known[i] == 0) {
-        out[i] = 0;
-        known[i] = 1;
+  ForEachOverlap(maps, addr, out.size(), [&](const Mapping& m, std::size_t i, std::size_t n) {
+    if (!m.unfilled) return;
+    for (std::size_t k = i; k < i + n; ++k) {
+      if (known[k] == 0) {
+        out[k] = 0;
+        known[k] = 1;
       }
-      if (a == to) break;
     }
-  }
+  });
+}
+
+void MaskUnmapped(std::span<const Mapping> unmapped, Address addr, std::span<std::uint8_t> out,
+                  std::span<std::uint8_t> known) {
+  ForEachOverlap(unmapped, addr, out.size(), [&](const Mapping&, std::size_t i, std::size_t n) {
+    std::fill_n(out.begin() + i, n, std::uint8_t{0});
+    std::fill_n(known.begin() + i, n, std::uint8_t{0});
+  });
 }
 
 MappingTimeline::MappingTimeline(std::shared_ptr<const Trace> trace) : MappingTimeline(*trace) {
@@ -194,9 +218,10 @@ MappingTimeline::MappingTimeline(const Trace& trace) : trace_(&trace) {
     initial_[region.start] =
         Mapping{region.start, region.size, region.permissions, region.file_offset, region.name};
   }
+  built_maps_ = initial_;
 }
 
-Status MappingTimeline::ScanTo(Position position) {
+Status MappingTimeline::ScanTo(Position position) const {
   if (position <= scanned_) return Status::Ok();
   if (reader_ == nullptr) {
     BACKSTEP_ASSIGN_OR_RETURN(reader_, trace_->NewReader());
@@ -216,18 +241,76 @@ Status MappingTimeline::ScanTo(Position position) {
   return Status::Ok();
 }
 
-Expected<std::vector<Mapping>> MappingTimeline::At(Position position) {
-  if (position > Position(trace_->event_count())) position = Position(trace_->event_count());
-  if (position == cached_at_) return cached_;
-  BACKSTEP_RETURN_IF_ERROR(ScanTo(position));
-  std::map<Address, Mapping> maps = initial_;
-  for (const auto& [from, change] : changes_) {
-    if (from > position) break;
-    ApplyMappingChange(maps, change);
+std::shared_ptr<const MappingState> MappingTimeline::Build(std::size_t applied) const {
+  if (applied < built_applied_) {
+    built_applied_ = 0;
+    built_maps_ = initial_;
+    built_unmapped_.clear();
   }
-  cached_ = JoinedMappings(maps);
-  cached_at_ = position;
-  return cached_;
+  reused_.resize(changes_.size());
+  for (; built_applied_ < applied; ++built_applied_) {
+    const MappingChange& change = changes_[built_applied_].second;
+    if (change.kind == MappingChange::Kind::kMap && change.unfilled) {
+      reused_[built_applied_] = Overlaps(built_maps_, change) || Overlaps(built_unmapped_, change);
+    }
+    ApplyMappingChange(built_maps_, change);
+    // The unmapped ranges are kept as pieces of one anonymous kind, so the
+    // same splitting applies: an unmap adds its range, a map removes it.
+    if (change.kind == MappingChange::Kind::kProtect) continue;
+    MappingChange piece;
+    piece.kind = change.kind == MappingChange::Kind::kUnmap ? MappingChange::Kind::kMap
+                                                            : MappingChange::Kind::kUnmap;
+    piece.start = change.start;
+    piece.size = change.size;
+    ApplyMappingChange(built_unmapped_, piece);
+  }
+  auto state = std::make_shared<MappingState>();
+  state->maps = JoinedMappings(built_maps_);
+  state->unmapped = JoinedMappings(built_unmapped_);
+  // Each unfilled piece comes from the last unfilled map covering its start.
+  for (const auto& [start, piece] : built_maps_) {
+    if (!piece.unfilled) continue;
+    for (std::size_t i = applied; i-- > 0;) {
+      const MappingChange& change = changes_[i].second;
+      if (change.kind != MappingChange::Kind::kMap || !change.unfilled || start < change.start ||
+          start - change.start >= change.size) {
+        continue;
+      }
+      if (reused_[i]) {
+        state->refilled.push_back({start, piece.size, changes_[i].first.value - 1});
+      }
+      break;
+    }
+  }
+  return state;
+}
+
+Expected<std::shared_ptr<const MappingState>> MappingTimeline::StateAt(Position position) const {
+  if (position > Position(trace_->event_count())) position = Position(trace_->event_count());
+  std::lock_guard<std::mutex> lock(mutex_);
+  BACKSTEP_RETURN_IF_ERROR(ScanTo(position));
+  // The changes that apply at `position`: those from a position <= it.
+  const std::size_t applied = static_cast<std::size_t>(
+      std::upper_bound(changes_.begin(), changes_.end(), position,
+                       [](Position p, const auto& change) { return p < change.first; }) -
+      changes_.begin());
+  for (const auto& [count, state] : states_) {
+    if (count == applied) return state;
+  }
+  constexpr std::size_t kKeptStates = 64;
+  if (states_.size() == kKeptStates) states_.erase(states_.begin());
+  states_.emplace_back(applied, Build(applied));
+  return states_.back().second;
+}
+
+Expected<std::vector<Mapping>> MappingTimeline::At(Position position) const {
+  BACKSTEP_ASSIGN_OR_RETURN(std::shared_ptr<const MappingState> state, StateAt(position));
+  return state->maps;
+}
+
+bool MappingTimeline::saw_changes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !changes_.empty();
 }
 
 }  // namespace backstep::core

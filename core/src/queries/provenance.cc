@@ -11,7 +11,6 @@
 #include <algorithm>
 
 #include "backstep/core/cursor.h"
-#include "backstep/core/event_notes.h"
 #include "backstep/core/hex.h"
 #include "backstep/core/mappings.h"
 #include "backstep/core/register_queries.h"
@@ -29,9 +28,8 @@ namespace {
 // with no write before, its value is that fill, not the initial image's.
 // Only traces that describe mappings pay for the timeline's pass.
 bool InUnfilledMapping(const Trace& trace, Address address, std::uint64_t length, Position at) {
-  if (!HasEventNotes(trace.header())) return false;
-  MappingTimeline timeline(trace);
-  Expected<std::vector<Mapping>> maps = timeline.At(at);
+  if (!trace.header().describes_mappings) return false;
+  Expected<std::vector<Mapping>> maps = trace.mappings().At(at);
   if (!maps.ok()) return false;
   std::vector<std::uint8_t> values(length), known(length, 0);
   FillUnfilledMappings(*maps, address, values, known);

@@ -4,7 +4,6 @@
 #include <cassert>
 #include <cstring>
 
-#include "backstep/core/event_notes.h"
 #include "paging/x86_paging.h"
 #include "replay/trace_index_of.h"
 
@@ -13,9 +12,7 @@ namespace backstep::core {
 ReplayCursor::ReplayCursor(const Trace& trace, std::unique_ptr<TraceReader> reader)
     : trace_(trace), index_(TraceIndexOf(trace)), reader_(std::move(reader)) {
   regs_.assign(index_.thread_count(), RegisterFile(trace.arch()));
-  // Mapping changes are among the notes of usercorn events; physical traces
-  // have none.
-  describes_mappings_ = HasEventNotes(trace.header()) && !index_.physical();
+  describes_mappings_ = trace.header().describes_mappings && !index_.physical();
   TraceReader* r = reader_.get();
   image_ = [r](Address a, std::span<std::uint8_t> out, std::span<std::uint8_t> known) {
     r->ReadInitialMemory(a, out, known);

@@ -27,13 +27,14 @@
 // journaled writes, so that every journaled write to a cached page has its
 // old bytes.
 //
-// Unfilled mappings (backstep/core/mappings.h): in a trace whose reader
-// describes mapping changes (usercorn), a read that leaves bytes unknown
-// asks a MappingTimeline of the cursor's own (created on the first such
-// read, its reader opened then) for the mappings at this position, and
-// unknown bytes of an unfilled mapping read as known zeros. A read whose
-// bytes are all known pays one scan of the known-mask; the page cache keeps
-// only what the index says.
+// Mappings (backstep/core/mappings.h): in a trace whose reader describes
+// mapping changes (usercorn), every read follows the trace's shared
+// MappingTimeline at this position: bytes unmapped there read as unknown
+// (whatever the index last saw written), and unknown bytes of an unfilled
+// mapping as known zeros. The cursor keeps the MappingState of its position,
+// so reads at one position ask the timeline once; a read that touches no
+// unmapped range and leaves no byte unknown costs a binary search and a scan
+// of its known-mask. The page cache keeps only what the index says.
 //
 // Files: replay_cursor.cc (steps, registers, threads),
 // replay_cursor_seek.cc (jumps: keyframes and register clears),
@@ -123,9 +124,14 @@ class ReplayCursor final : public Cursor {
   PhysicalReadFn PhysicalReader() const;
   Status ReadVirtual(Address address, std::span<std::uint8_t> out,
                      std::span<std::uint8_t> known) const;
-  // Unknown bytes of the unfilled mappings at position_ read as zeros.
-  void FillUnfilled(Address address, std::span<std::uint8_t> out,
-                    std::span<std::uint8_t> known) const;
+  // The mapping rules at position_: unmapped bytes unknown, unknown bytes of
+  // unfilled mappings zero.
+  void FollowMappings(Address address, std::span<std::uint8_t> out,
+                      std::span<std::uint8_t> known) const;
+  // Bytes of the refilled mappings at position_ (MappingState::Refill) that
+  // no event since the mapping was made wrote read as zero.
+  void ZeroStaleBytes(Address address, std::span<std::uint8_t> out,
+                      std::span<std::uint8_t> known) const;
 
   const Trace& trace_;
   const TraceIndex& index_;
@@ -148,13 +154,12 @@ class ReplayCursor final : public Cursor {
   mutable UndoJournal journal_;
   // Mutable: the cache makes const reads mutate.
   mutable PageCache pages_;
-  // FillUnfilled's state: whether the trace's events can describe mappings,
-  // the timeline (created by the first read that needs it) and the unfilled
-  // mappings at position unfilled_at_.
+  // FollowMappings' state: whether the trace's events describe mappings and
+  // the mappings at position mapping_state_at_ (null: the timeline could
+  // not read the events).
   bool describes_mappings_ = false;
-  mutable std::unique_ptr<MappingTimeline> mappings_;
-  mutable std::uint64_t unfilled_at_ = kNoEvent;
-  mutable std::vector<Mapping> unfilled_;
+  mutable std::uint64_t mapping_state_at_ = kNoEvent;
+  mutable std::shared_ptr<const MappingState> mapping_state_;
 };
 
 }  // namespace backstep::core

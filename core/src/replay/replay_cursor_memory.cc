@@ -6,7 +6,11 @@
 #include <cstring>
 #include <iterator>
 #include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
 
+#include "backstep/core/search.h"
 #include "paging/x86_paging.h"
 #include "replay/replay_cursor.h"
 
@@ -20,27 +24,57 @@ Status ReplayCursor::ReadMemory(Address address, std::span<std::uint8_t> out,
     return Status::Unsupported(trace_.path() + ": physical read in a trace of virtual addresses");
   }
   ReadCached(address, out, known);
-  FillUnfilled(address, out, known);
+  FollowMappings(address, out, known);
   return Status();
 }
 
-void ReplayCursor::FillUnfilled(Address address, std::span<std::uint8_t> out,
-                                std::span<std::uint8_t> known) const {
+void ReplayCursor::FollowMappings(Address address, std::span<std::uint8_t> out,
+                                  std::span<std::uint8_t> known) const {
   if (!describes_mappings_ || known.empty()) return;
-  // Every byte known (the common case): nothing to ask, no timeline made.
-  if (std::memchr(known.data(), 0, known.size()) == nullptr) return;
-  if (unfilled_at_ != position_) {
-    if (mappings_ == nullptr) mappings_ = std::make_unique<MappingTimeline>(trace_);
-    unfilled_.clear();
-    // A timeline that cannot read the events (a corrupt one) adds nothing:
-    // the bytes stay unknown rather than guessed.
-    if (auto maps = mappings_->At(Position(position_)); maps.ok()) {
-      std::copy_if(maps->begin(), maps->end(), std::back_inserter(unfilled_),
-                   [](const Mapping& m) { return m.unfilled; });
-    }
-    unfilled_at_ = position_;
+  if (mapping_state_at_ != position_) {
+    // A timeline that cannot read the events (a corrupt one) changes
+    // nothing: the index's bytes are served, none guessed.
+    auto state = trace_.mappings().StateAt(Position(position_));
+    mapping_state_ = state.ok() ? *std::move(state) : nullptr;
+    mapping_state_at_ = position_;
   }
-  FillUnfilledMappings(unfilled_, address, out, known);
+  if (mapping_state_ == nullptr) return;
+  MaskUnmapped(mapping_state_->unmapped, address, out, known);
+  if (!mapping_state_->refilled.empty()) ZeroStaleBytes(address, out, known);
+  // Every byte known (the common case): no mapping to look up.
+  if (std::memchr(known.data(), 0, known.size()) == nullptr) return;
+  FillUnfilledMappings(mapping_state_->maps, address, out, known);
+}
+
+void ReplayCursor::ZeroStaleBytes(Address address, std::span<std::uint8_t> out,
+                                  std::span<std::uint8_t> known) const {
+  const Address last = address + (out.size() - 1);  // inclusive
+  for (const MappingState::Refill& refill : mapping_state_->refilled) {
+    if (refill.start > last || refill.start + (refill.size - 1) < address) continue;
+    // Pieces [from, to] (inclusive) still to sort: bytes the last write to a
+    // piece covers are current when it was made by an event >= map_event;
+    // the rest of the piece is looked at again.
+    std::vector<std::pair<Address, Address>> pieces{
+        {std::max(refill.start, address), std::min(refill.start + (refill.size - 1), last)}};
+    while (!pieces.empty()) {
+      const auto [from, to] = pieces.back();
+      pieces.pop_back();
+      Expected<std::optional<Access>> write =
+          LastWrite(trace_, from, to - from + 1, Position(position_));
+      if (!write.ok()) continue;  // the index's bytes stay, none guessed
+      if (!*write || (*write)->event < refill.map_event) {
+        const std::size_t i = static_cast<std::size_t>(from - address);
+        const std::size_t n = static_cast<std::size_t>(to - from) + 1;
+        std::fill_n(out.begin() + i, n, std::uint8_t{0});
+        std::fill_n(known.begin() + i, n, std::uint8_t{1});
+        continue;
+      }
+      const Address written_from = (*write)->address;
+      const Address written_to = written_from + ((*write)->data.size() - 1);
+      if (written_from > from) pieces.emplace_back(from, written_from - 1);
+      if (written_to < to) pieces.emplace_back(written_to + 1, to);
+    }
+  }
 }
 
 PageCache::Page* ReplayCursor::LoadPage(Address base) const {

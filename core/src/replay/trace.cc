@@ -4,6 +4,7 @@
 
 #include "backstep/core/cursor.h"
 #include "backstep/core/format_registry.h"
+#include "backstep/core/mappings.h"
 #include "index/index_store.h"
 #include "replay/replay_cursor.h"
 #include "replay/trace_index_of.h"
@@ -46,6 +47,7 @@ Expected<std::shared_ptr<Trace>> Trace::OpenWith(ReaderFactory make_reader, cons
 Trace::~Trace() {
   // Pooled cursors refer to this trace: drop them before the index.
   pool_.clear();
+  mappings_.reset();
 }
 
 const TraceIndex& TraceIndexOf(const Trace& trace) { return *trace.index_; }
@@ -88,6 +90,11 @@ void Trace::ReleaseCursor(std::unique_ptr<Cursor> cursor) const {
   constexpr std::size_t kMaxIdle = 4;
   std::lock_guard<std::mutex> lock(pool_mutex_);
   if (cursor && pool_.size() < kMaxIdle) pool_.push_back(std::move(cursor));
+}
+
+const MappingTimeline& Trace::mappings() const {
+  std::call_once(mappings_once_, [this] { mappings_ = std::make_unique<MappingTimeline>(*this); });
+  return *mappings_;
 }
 
 void Trace::ReadInitialMemory(Address address, std::span<std::uint8_t> out,

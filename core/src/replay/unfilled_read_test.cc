@@ -108,10 +108,10 @@ TEST_F(UnfilledReadTest, NeverWrittenBytesReadAsZeroWhileMapped) {
   EXPECT_EQ(top.known, std::vector<std::uint8_t>(16, 1));
   EXPECT_EQ(top.values, std::vector<std::uint8_t>(16, 0));
 
-  // After the unmap: unknown, the written bytes aside (the index keeps the
-  // last write, as for any unmapped byte).
+  // After the unmap: unknown, the written bytes too (unmapped memory).
   ASSERT_TRUE(cursor_->Seek(Position(4)).ok());
   EXPECT_EQ(ReadAt(*cursor_, kBig, 16).known, unknown16);
+  EXPECT_EQ(ReadAt(*cursor_, kTop - 16, 16).known, unknown16);
 }
 
 // origin names the fill as the end of the chain, not the initial image.

@@ -20,7 +20,7 @@ namespace backstep::gdbstub {
 class ProcessMemoryMap final : public MemoryMap {
  public:
   // Both must outlive the object.
-  ProcessMemoryMap(core::MappingTimeline& mappings, ServedPosition& served)
+  ProcessMemoryMap(const core::MappingTimeline& mappings, ServedPosition& served)
       : mappings_(mappings), served_(served) {}
 
   // The mapping containing `addr`, or the unmapped gap around it (also when
@@ -32,7 +32,7 @@ class ProcessMemoryMap final : public MemoryMap {
   }
 
  private:
-  core::MappingTimeline& mappings_;
+  const core::MappingTimeline& mappings_;
   ServedPosition& served_;
 };
 

@@ -48,7 +48,7 @@ std::string ProcPermissions(const core::Mapping& m) {
 }  // namespace
 
 ProcessFiles::ProcessFiles(std::shared_ptr<const core::Trace> trace,
-                           core::MappingTimeline* mappings, Process process, Now now)
+                           const core::MappingTimeline* mappings, Process process, Now now)
     : trace_(std::move(trace)),
       mappings_(mappings),
       process_(std::move(process)),

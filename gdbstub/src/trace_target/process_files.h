@@ -53,7 +53,7 @@ class ProcessFiles final : public HostFiles {
   };
 
   // `mappings` must outlive this object.
-  ProcessFiles(std::shared_ptr<const core::Trace> trace, core::MappingTimeline* mappings,
+  ProcessFiles(std::shared_ptr<const core::Trace> trace, const core::MappingTimeline* mappings,
                Process process, Now now);
   ~ProcessFiles() override;
 
@@ -85,7 +85,7 @@ class ProcessFiles final : public HostFiles {
   OpenFile* Find(int fd);
 
   std::shared_ptr<const core::Trace> trace_;
-  core::MappingTimeline* mappings_;
+  const core::MappingTimeline* mappings_;
   Process process_;
   Now now_;
   std::vector<std::optional<OpenFile>> files_;  // by fd

@@ -40,8 +40,7 @@ TraceTarget::TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOp
       armed_moves_(*trace_, served_, stop_points_, *this),
       frames_(*trace_, served_),
       monitor_(*this),
-      mappings_(std::make_unique<core::MappingTimeline>(trace_)),
-      memory_map_(*mappings_, served_) {
+      memory_map_(trace_->mappings(), served_) {
   const core::ArchDescription& arch = trace_->arch();
   if (options_.features == 0) options_.features = core::DefaultGdbFeatures(arch);
   slots_ = arch.GdbLayout(options_.features);
@@ -78,7 +77,7 @@ TraceTarget::TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOp
   triple_ = std::string(arch.naming().triple_cpu) + "-pc-linux-gnu";
   host_info_ = HostInfo{triple_, arch.pointer_size(), "linux", true, true};
   process_files_ = std::make_unique<ProcessFiles>(
-      trace_, mappings_.get(),
+      trace_, &trace_->mappings(),
       ProcessFiles::Process{pid(), options_.exe_path, options_.sysroot, options_.auxv},
       ProcessFiles::Now{[this] { return served_.view().position(); },
                         [this] { return served_.threads(); }});

@@ -162,7 +162,6 @@ class TraceTarget final : public Target,
   ArmedMoves armed_moves_;
   TraceFrameIndex frames_;
   MonitorTable monitor_;
-  std::unique_ptr<core::MappingTimeline> mappings_;
   ProcessMemoryMap memory_map_;
   std::unique_ptr<ProcessFiles> process_files_;
 

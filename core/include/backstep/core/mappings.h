@@ -23,13 +23,27 @@
 // (FillUnfilledMappings). So every front end (the gdb stub, dump, the Python
 // module, origin) sees the same bytes, and nothing is stored for it.
 //
-// Thread-safety: MappingTimeline is one-thread-at-a-time (it owns a reader);
-// ParseMappingChanges and FillUnfilledMappings are pure functions.
+// Unmapped memory: a byte that an unmap event removed, and that no mapping
+// made since covers, is not part of the process at that position: every
+// cursor reads it as unknown (MaskUnmapped), whatever the index last saw
+// written there, so gdb says "Cannot access memory" as the live process
+// would. A range mapped again reads what the new mapping holds: its fill
+// and the writes made since (the reader zero-fills mappings up to 1 MiB; a
+// larger one is unfilled, above: its bytes that no event wrote since it was
+// made read as zero, also where the index holds older bytes).
+//
+// One timeline per opened trace (Trace::mappings()), shared by its cursors
+// and the front ends: the events are read once.
+//
+// Thread-safety: MappingTimeline's methods may be called from several
+// threads (a mutex serializes them); ParseMappingChanges, FillUnfilledMappings
+// and MaskUnmapped are pure functions.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -91,6 +105,30 @@ std::vector<Mapping> JoinedMappings(const std::map<Address, Mapping>& maps);
 void FillUnfilledMappings(std::span<const Mapping> maps, Address addr, std::span<std::uint8_t> out,
                           std::span<std::uint8_t> known);
 
+// For each byte of [addr, addr + out.size()) inside a range of `unmapped`
+// (sorted, non-overlapping, as MappingState::unmapped): out[i] = 0 and
+// known[i] = 0. Cost: one binary search when the read touches no such
+// range. The range may end at 2^64. REQUIRES: out.size() == known.size().
+void MaskUnmapped(std::span<const Mapping> unmapped, Address addr, std::span<std::uint8_t> out,
+                  std::span<std::uint8_t> known);
+
+// The mappings at a position, as one MappingTimeline::StateAt answer.
+// Immutable; positions between the same two changes share one.
+struct MappingState {
+  std::vector<Mapping> maps;      // sorted and joined (MappingTimeline::At)
+  std::vector<Mapping> unmapped;  // removed by an unmap, not mapped since
+  // Unfilled mappings made over memory that was mapped before: the index
+  // still holds the old bytes, so a byte no event >= `map_event` (the event
+  // that made the mapping) wrote reads as zero. Sorted by start.
+  struct Refill {
+    Address start = 0;
+    std::uint64_t size = 0;
+    std::uint64_t map_event = 0;
+    bool operator==(const Refill&) const = default;
+  };
+  std::vector<Refill> refilled;
+};
+
 class MappingTimeline {
  public:
   explicit MappingTimeline(std::shared_ptr<const Trace> trace);
@@ -101,25 +139,37 @@ class MappingTimeline {
   // The first call at a position p reads events [scanned, p) once; later
   // calls at or before a scanned position read nothing. Errors: the
   // reader's (opening it, a corrupt event), naming file and offset.
-  Expected<std::vector<Mapping>> At(Position position);
+  Expected<std::vector<Mapping>> At(Position position) const;
+  // The same with the unmapped ranges, shared: a call at a position between
+  // the same two changes as an earlier one returns the same state (a binary
+  // search once the events are read). Errors: At's.
+  Expected<std::shared_ptr<const MappingState>> StateAt(Position position) const;
 
   // Whether any event seen so far changed a mapping (formats without
   // mapping events serve the initial ranges at every position).
-  bool saw_changes() const { return !changes_.empty(); }
+  bool saw_changes() const;
 
  private:
-  Status ScanTo(Position position);
+  Status ScanTo(Position position) const;
+  std::shared_ptr<const MappingState> Build(std::size_t applied) const;
 
   std::shared_ptr<const Trace> owner_;  // null when constructed from a reference
   const Trace* trace_;
-  std::unique_ptr<TraceReader> reader_;
-  Position scanned_{0};  // changes of events before this are in changes_
+  mutable std::mutex mutex_;  // guards everything below
+  mutable std::unique_ptr<TraceReader> reader_;
+  mutable Position scanned_{0};  // changes of events before this are in changes_
   std::map<Address, Mapping> initial_;
-  std::vector<std::pair<Position, MappingChange>> changes_;  // applies from .first
-  Event event_;
-  // The last answer.
-  Position cached_at_ = Position::Max();
-  std::vector<Mapping> cached_;
+  mutable std::vector<std::pair<Position, MappingChange>> changes_;  // applies from .first
+  mutable Event event_;
+  // The states last built (up to 64, oldest dropped first), by the number
+  // of changes applied: jumps back and forth rebuild none.
+  mutable std::vector<std::pair<std::size_t, std::shared_ptr<const MappingState>>> states_;
+  // The pieces after the first built_applied_ changes, by start: a later
+  // state applies only the changes after them.
+  mutable std::size_t built_applied_ = 0;
+  mutable std::map<Address, Mapping> built_maps_, built_unmapped_;
+  // By change: an unfilled map over memory mapped before it (Refill).
+  mutable std::vector<bool> reused_;
 };
 
 }  // namespace backstep::core

@@ -28,6 +28,7 @@
 namespace backstep::core {
 
 class Cursor;
+class MappingTimeline;
 class TraceIndex;
 
 class Trace {
@@ -66,6 +67,10 @@ class Trace {
   // trace's address space. Thread-safe (serialized).
   void ReadInitialMemory(Address address, std::span<std::uint8_t> out,
                          std::span<std::uint8_t> known) const;
+  // The process's mappings at every position (backstep/core/mappings.h),
+  // one timeline per trace, made by the first call: the cursors, the gdb
+  // stub and the queries share its one pass over the events. Thread-safe.
+  const MappingTimeline& mappings() const;
 
  private:
   Trace() = default;
@@ -77,6 +82,8 @@ class Trace {
   mutable std::vector<std::unique_ptr<Cursor>> pool_;  // idle cursors
   std::unique_ptr<TraceIndex> index_;
   IndexStatus index_status_;
+  mutable std::once_flag mappings_once_;
+  mutable std::unique_ptr<MappingTimeline> mappings_;
   friend class TraceOpener;
   // The index, for core's own modules (replay/trace_index_of.h); front ends
   // use the queries of trace_query.h.

@@ -69,6 +69,10 @@ struct TraceHeader {
   // value); a read's value is the memory at its position, which queries
   // compute, and no value is inferred from it.
   bool read_values = true;
+  // Events name the mapping changes they make in their description
+  // (backstep/core/mappings.h; usercorn UCIR): memory reads follow the
+  // mapping timeline (unmapped bytes unknown, unfilled mappings zero).
+  bool describes_mappings = false;
   std::vector<MemoryRegion> regions;  // memory of the initial image
   // Free-form facts for `backstep info`: tool name, version, date, static
   // registers ("cpuid_max_phy_addr" -> "0x28"), ...

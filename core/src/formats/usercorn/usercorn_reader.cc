@@ -231,6 +231,7 @@ void UsercornReader::FillHeader(std::optional<Address> pc) {
   header_.address_kind = AddressKind::kVirtual;
   header_.records_reads = declares_reads_;
   header_.read_values = false;
+  header_.describes_mappings = true;
   header_.regions = image_.Regions();
   auto& p = header_.properties;
   p.emplace_back("version", std::to_string(version_));
