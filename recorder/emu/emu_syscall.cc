@@ -108,7 +108,14 @@ core::Status EmuSession::ProxySyscall() {
     if (stop->kind != Stop::kStepped) return SyscallEnded(pc, size, *stop, &sys);
     if (core::Status s = tracee_.GetRegs(&after); !s.ok()) return s;
   }
-  return RecordSyscall(pc, size, before, after, &sys);
+  core::Status recorded = RecordSyscall(pc, size, before, after, &sys);
+  if (recorded.ok() && emu_.syscalls && emu_.syscalls->EndsHere()) {
+    // The end of an interval (SyscallSource::EndsHere).
+    result_.end = RecordResult::End::kInterrupted;
+    done_ = true;
+    uc_emu_stop(uc_);
+  }
+  return recorded;
 }
 
 core::Expected<Stop> EmuSession::StepSyscall(core::Address pc, const user_regs_struct& before) {

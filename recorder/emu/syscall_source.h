@@ -24,6 +24,11 @@ class SyscallSource {
   // returns kStepped, or runs it and returns how it ended (exit). An error
   // (e.g. the registers differ from the log's) ends the recording with it.
   virtual core::Expected<Stop> Answer(Tracee& tracee, const user_regs_struct& regs) = 0;
+  // True once the recording should stop after the system call just
+  // answered (its instruction and effects are sent to the sink first): the
+  // end of an interval of a native recording. The result's end is then
+  // RecordResult::End::kInterrupted.
+  virtual bool EndsHere() const { return false; }
 };
 
 }  // namespace backstep::record

@@ -23,6 +23,16 @@
 // after the last logged call, as it ended. Otherwise the error names the
 // position, the instruction and the difference.
 //
+// Intervals: when the log lists snapshots (native_recorder.h), the run is
+// cut there: interval 0 from exec to the first snapshot, interval k from
+// snapshot k - 1 (restored into the emu engine's proxy process: snapshot.h)
+// to the system call the next one follows, each materialized in a process
+// of its own (`jobs` at once) into a spool file (spool_sink.h), answering
+// the log's system calls from its snapshot's on and stopping after its
+// last; the spools are replayed in order into `sink`, which so gets the
+// calls a single pass makes. A divergence names its interval and the
+// position in the joined trace.
+//
 // Not materialized yet (Unsupported): a held signal delivered after a system
 // call (LoggedSyscall::signal_after).
 //
@@ -32,6 +42,8 @@
 // while it runs.
 #pragma once
 
+#include <string>
+
 #include "backstep/core/expected.h"
 #include "recorder/native/native_log.h"
 #include "recorder/recorder.h"
@@ -39,6 +51,18 @@
 
 namespace backstep::record {
 
-core::Expected<RecordResult> Materialize(const NativeLog& log, RecordingSink& sink);
+struct MaterializeOptions {
+  // Intervals materialized at once (each in a process of its own), when the
+  // log has snapshots.
+  unsigned jobs = 1;
+  // False: one pass from exec even when the log has snapshots.
+  bool use_snapshots = true;
+  // Where the intervals' spool files go (removed after the join); empty:
+  // the system's temporary directory.
+  std::string spool_directory;
+};
+
+core::Expected<RecordResult> Materialize(const NativeLog& log, RecordingSink& sink,
+                                         const MaterializeOptions& options = {});
 
 }  // namespace backstep::record

@@ -8,7 +8,8 @@
 //
 // File format (little-endian, written atomically): "BSNLOG01", then the
 // header fields and the records in the order of the struct below, strings
-// and arrays prefixed by a u64 count. ReadNativeLog() checks every count
+// and arrays prefixed by a u64 count (the snapshots: u64 system call, file
+// name). ReadNativeLog() checks every count
 // against the file's size: a damaged log is an error naming the offset.
 //
 // Thread-safety: plain data.
@@ -44,6 +45,14 @@ struct LoggedFile {
   std::uint64_t device = 0, inode = 0, size = 0, mtime_ns = 0;
 };
 
+// A snapshot of the process taken in the record phase right after system
+// call `syscall - 1` returned (snapshot.h): the interval from it on is
+// materialized independently. `file`: a name in the log's directory.
+struct SnapshotRef {
+  std::uint64_t syscall = 0;
+  std::string file;
+};
+
 struct NativeLog {
   std::vector<std::string> argv;
   std::string cwd;
@@ -59,7 +68,9 @@ struct NativeLog {
   std::vector<LoggedSyscall> syscalls;
   std::vector<std::uint64_t> rdtsc;  // edx:eax of each rdtsc/rdtscp, in order
   enum class End : std::uint8_t { kExited = 0, kKilled = 1 } end = End::kExited;
-  std::int32_t status = 0;  // exit code or signal
+  std::int32_t status = 0;             // exit code or signal
+  std::vector<SnapshotRef> snapshots;  // in order of `syscall`
+  std::string directory;               // the log's (set by ReadNativeLog; not written)
 };
 
 core::Status WriteNativeLog(const NativeLog& log, const std::string& path);

@@ -64,10 +64,12 @@ std::string InNewPidNamespace(const std::function<std::string()>& body) {
   return out == "ok" ? "" : out;
 }
 
-std::string RecordLog(const std::string& program, const std::string& log_path) {
+std::string RecordLog(const std::string& program, const std::string& log_path,
+                      std::uint64_t snapshot_syscalls = 0) {
   return InNewPidNamespace([&]() -> std::string {
     NativeOptions options;
     options.spawn.argv = {Program(program)};
+    options.snapshot_syscalls = snapshot_syscalls;
     options.spawn.stdout_fd = open("/dev/null", O_WRONLY);
     core::Expected<NativeResult> r = RecordNative(options, log_path);
     return r.ok() ? "" : "native: " + r.status().message();
@@ -112,10 +114,11 @@ std::string RecordEmuLike(const NativeLog& log, const std::string& trace) {
   });
 }
 
-core::Expected<RecordResult> MaterializeTo(const NativeLog& log, const std::string& trace) {
+core::Expected<RecordResult> MaterializeTo(const NativeLog& log, const std::string& trace,
+                                          const MaterializeOptions& options = {}) {
   auto sink = UsercornSink::Create(trace, false);
   if (!sink.ok()) return sink.status();
-  return Materialize(log, **sink);
+  return Materialize(log, **sink, options);
 }
 
 class NativeCrossCheck : public ::testing::TestWithParam<std::string> {};
@@ -136,6 +139,34 @@ TEST_P(NativeCrossCheck, MaterializedTraceEqualsEmuTrace) {
   test_util::CompareTraces(emulated, materialized, "emu", "materialized");
   if (HasFatalFailure()) return;
   for (const std::string& p : {log_path, materialized, emulated}) std::remove(p.c_str());
+}
+
+// Snapshots every few system calls: the intervals, materialized two at a
+// time from their snapshots and joined, give the single pass's trace
+// position by position.
+TEST(NativeIntervals, JoinedIntervalsEqualTheSinglePass) {
+  const std::string base = ::testing::TempDir() + "/intervals";
+  const std::string log_path = base + ".nlog", single = base + ".single.ucir",
+                    joined = base + ".joined.ucir";
+  ASSERT_EQ(RecordLog("scenario_O2_static", log_path, /*snapshot_syscalls=*/3), "");
+  core::Expected<NativeLog> log = ReadNativeLog(log_path);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  ASSERT_GE(log->snapshots.size(), 2u);
+  MaterializeOptions one_pass;
+  one_pass.use_snapshots = false;
+  core::Expected<RecordResult> s = MaterializeTo(*log, single, one_pass);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  MaterializeOptions parallel;
+  parallel.jobs = 2;
+  core::Expected<RecordResult> j = MaterializeTo(*log, joined, parallel);
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_EQ(j->instructions, s->instructions);
+  EXPECT_EQ(j->syscalls, s->syscalls);
+  EXPECT_EQ(j->exit_code, log->status);
+  test_util::CompareTraces(single, joined, "single pass", "joined");
+  if (HasFatalFailure()) return;
+  for (const std::string& p : {log_path, single, joined}) std::remove(p.c_str());
+  for (const SnapshotRef& r : log->snapshots) std::remove((log->directory + "/" + r.file).c_str());
 }
 
 // The engine cross-check's programs (emu/emu_crosscheck_test.cc), static
