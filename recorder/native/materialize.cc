@@ -196,10 +196,15 @@ core::Expected<Stop> LogAnswerer::Answer(Tracee& tracee, const user_regs_struct&
   return Stop{};
 }
 
-// The host CPU's cpuid on the calling thread (pinned to the log's CPU).
-CpuidResult HostCpuid(std::uint32_t leaf, std::uint32_t subleaf) {
+// The host CPU's cpuid as CPU `one` answers it: the calling thread runs
+// there for that instruction only, so that the rest of the materialization
+// (and the intervals running at once) may use every CPU.
+CpuidResult HostCpuid(const cpu_set_t& one, const cpu_set_t& others, std::uint32_t leaf,
+                      std::uint32_t subleaf) {
+  sched_setaffinity(0, sizeof one, &one);
   CpuidResult r;
   __cpuid_count(leaf, subleaf, r.eax, r.ebx, r.ecx, r.edx);
+  sched_setaffinity(0, sizeof others, &others);
   return r;
 }
 
@@ -263,12 +268,10 @@ core::Expected<RecordResult> MaterializeInterval(const NativeLog& log, const Int
   if (interval.snapshot) {
     emu.restore = [&](Tracee& proxy) { return RestoreSnapshot(proxy, log, *interval.snapshot); };
   }
-  cpu_set_t saved;
+  cpu_set_t saved, one;
   CPU_ZERO(&saved);
-  const bool pinned = log.cpuid == NativeLog::Cpuid::kHost;
-  if (pinned) {
-    cpu_set_t one;
-    CPU_ZERO(&one);
+  CPU_ZERO(&one);
+  if (log.cpuid == NativeLog::Cpuid::kHost) {
     if (log.cpu < 0 || log.cpu >= CPU_SETSIZE)
       return core::Status::Corruption("native log: bad CPU " + std::to_string(log.cpu));
     CPU_SET(log.cpu, &one);
@@ -277,13 +280,16 @@ core::Expected<RecordResult> MaterializeInterval(const NativeLog& log, const Int
       return core::Status::Unsupported("materialization runs on CPU " + std::to_string(log.cpu) +
                                        " (the recording's CPUID), which this process cannot use");
     }
-    if (CpuSignature() != log.cpu_signature) {
-      sched_setaffinity(0, sizeof saved, &saved);
+    const bool same = CpuSignature() == log.cpu_signature;
+    sched_setaffinity(0, sizeof saved, &saved);
+    if (!same) {
       return core::Status::Unsupported(
           "the recording saw another CPU's CPUID (no CPUID faulting where it was recorded): "
           "materialize it on a machine with the same CPU");
     }
-    emu.cpuid = HostCpuid;
+    emu.cpuid = [&](std::uint32_t leaf, std::uint32_t subleaf) {
+      return HostCpuid(one, saved, leaf, subleaf);
+    };
   }
   CountingSink counting(sink);
   const std::size_t limit = interval.last ? log.syscalls.size() : interval.limit;
@@ -296,7 +302,6 @@ core::Expected<RecordResult> MaterializeInterval(const NativeLog& log, const Int
   options.reads = false;
   options.check_interval = 0;
   core::Expected<RecordResult> result = RecordEmulated(options, counting, emu);
-  if (pinned) sched_setaffinity(0, sizeof saved, &saved);
   if (positions) *positions = counting.positions();
   if (!result.ok()) return result;
   const bool same_end =

@@ -38,10 +38,11 @@
 //
 // Thread-safety: one materialization per process (the process environment
 // is the log's while it runs); with a host-CPUID log
-// (NativeLog::Cpuid::kHost) the calling thread is pinned to the log's CPU
-// while it runs.
+// (NativeLog::Cpuid::kHost) the calling thread runs on the log's CPU for
+// each cpuid it answers (and the signature check), elsewhere as before.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "backstep/core/expected.h"
@@ -60,6 +61,13 @@ struct MaterializeOptions {
   // Where the intervals' spool files go (removed after the join); empty:
   // the system's temporary directory.
   std::string spool_directory;
+  // Set (and the log has snapshots): the last interval, where the program
+  // crashed or exited, is materialized first and written alone to this
+  // UCIR file (its position 0 is the last snapshot), then on_tail() is
+  // called while the other intervals go on: the end of the run can be
+  // debugged before the whole trace exists.
+  std::string tail_path;
+  std::function<void()> on_tail;
 };
 
 core::Expected<RecordResult> Materialize(const NativeLog& log, RecordingSink& sink,

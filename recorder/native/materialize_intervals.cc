@@ -21,6 +21,7 @@
 
 #include "recorder/native/interval.h"
 #include "recorder/native/spool_sink.h"
+#include "recorder/usercorn_sink.h"
 
 namespace backstep::record {
 namespace {
@@ -50,7 +51,8 @@ core::Status StatusFrom(int code, const std::string& message) {
 }
 
 // In the worker: materializes interval k into its spool; the report.
-std::string RunWorker(const NativeLog& log, std::size_t k, const std::string& spool) {
+std::string RunWorker(const NativeLog& log, std::size_t k, const std::string& spool,
+                      bool keep_start) {
   const std::size_t n = log.snapshots.size() + 1;
   Interval interval;
   Snapshot snapshot;
@@ -72,7 +74,7 @@ std::string RunWorker(const NativeLog& log, std::size_t k, const std::string& sp
                    (k ? "the snapshot after system call #" + std::to_string(interval.first - 1)
                       : std::string("exec")) +
                    ")";
-  core::Expected<std::unique_ptr<SpoolSink>> sink = SpoolSink::Create(spool, k == 0);
+  core::Expected<std::unique_ptr<SpoolSink>> sink = SpoolSink::Create(spool, keep_start);
   if (!sink.ok())
     return "err " + std::to_string(int(sink.status().code())) + " 0\n" + sink.status().message();
   std::uint64_t positions = 0;
@@ -87,7 +89,7 @@ std::string RunWorker(const NativeLog& log, std::size_t k, const std::string& sp
   return out.str();
 }
 
-core::Status Launch(const NativeLog& log, std::size_t k, Part* part) {
+core::Status Launch(const NativeLog& log, std::size_t k, bool keep_start, Part* part) {
   int fds[2];
   if (pipe(fds) != 0) return core::Status::IOError("pipe: " + std::string(std::strerror(errno)));
   std::fflush(nullptr);  // nothing buffered is written twice
@@ -98,7 +100,7 @@ core::Status Launch(const NativeLog& log, std::size_t k, Part* part) {
   }
   if (pid == 0) {
     close(fds[0]);
-    const std::string report = RunWorker(log, k, part->spool);
+    const std::string report = RunWorker(log, k, part->spool, keep_start);
     for (std::size_t done = 0; done < report.size();) {
       const ssize_t w = write(fds[1], report.data() + done, report.size() - done);
       if (w <= 0) break;
@@ -132,6 +134,16 @@ void Collect(Part* part) {
                    " 0\nthe interval's worker process died (status " + std::to_string(status) + ")";
 }
 
+// The last interval alone, as a trace of its own (its start: the snapshot).
+core::Status WriteTail(const std::string& spool, const std::string& path) {
+  core::Expected<std::unique_ptr<UsercornSink>> sink = UsercornSink::Create(path, false);
+  if (!sink.ok()) return sink.status();
+  core::Expected<SpoolCounts> c = ReplaySpool(spool, **sink, /*with_start=*/true);
+  if (!c.ok()) return c.status();
+  if (c->killed) (*sink)->OnKilled(c->killed);
+  return (*sink)->Finish(c->exited);
+}
+
 void StopAll(std::vector<Part>& parts) {
   for (Part& p : parts) {
     if (p.pid > 0) {
@@ -158,6 +170,12 @@ core::Expected<RecordResult> MaterializeIntervals(const NativeLog& log, Recordin
   std::vector<Part> parts(n);
   for (std::size_t k = 0; k < n; ++k) parts[k].spool = dir + "/" + std::to_string(k);
   const std::size_t jobs = std::max(1u, options.jobs);
+  // The order the workers start in: the last interval first for the tail.
+  const bool tail = !options.tail_path.empty();
+  std::vector<std::size_t> order;
+  if (tail) order.push_back(n - 1);
+  for (std::size_t k = 0; k + (tail ? 1 : 0) < n; ++k) order.push_back(k);
+  bool tail_written = false;
   std::size_t launched = 0, joined = 0, running = 0;
   std::uint64_t position = 0;  // of the joined trace
   RecordResult total;
@@ -165,7 +183,9 @@ core::Expected<RecordResult> MaterializeIntervals(const NativeLog& log, Recordin
   core::Status failure = core::Status::Ok();
   while (joined < n && failure.ok()) {
     while (running < jobs && launched < n) {
-      if (core::Status s = Launch(log, launched, &parts[launched]); !s.ok()) {
+      const std::size_t k = order[launched];
+      const bool keep_start = k == 0 || (tail && k + 1 == n);
+      if (core::Status s = Launch(log, k, keep_start, &parts[k]); !s.ok()) {
         failure = s;
         break;
       }
@@ -187,6 +207,14 @@ core::Expected<RecordResult> MaterializeIntervals(const NativeLog& log, Recordin
       if (!fds[i].revents) continue;
       Collect(polled[i]);
       if (polled[i]->done) --running;
+    }
+    if (tail && !tail_written && parts[n - 1].done && parts[n - 1].report.rfind("ok", 0) == 0) {
+      tail_written = true;
+      if (core::Status s = WriteTail(parts[n - 1].spool, options.tail_path); !s.ok()) {
+        failure = s;
+        break;
+      }
+      if (options.on_tail) options.on_tail();
     }
     // Join every finished part whose predecessors are joined.
     while (joined < n && parts[joined].done) {
