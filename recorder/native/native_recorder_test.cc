@@ -115,7 +115,7 @@ std::string RecordEmuLike(const NativeLog& log, const std::string& trace) {
 }
 
 core::Expected<RecordResult> MaterializeTo(const NativeLog& log, const std::string& trace,
-                                          const MaterializeOptions& options = {}) {
+                                           const MaterializeOptions& options = {}) {
   auto sink = UsercornSink::Create(trace, false);
   if (!sink.ok()) return sink.status();
   return Materialize(log, **sink, options);
@@ -141,6 +141,19 @@ TEST_P(NativeCrossCheck, MaterializedTraceEqualsEmuTrace) {
   for (const std::string& p : {log_path, materialized, emulated}) std::remove(p.c_str());
 }
 
+std::uint64_t EventCount(const std::string& path) {
+  auto source = core::MapFile(path);
+  if (!source.ok()) return 0;
+  auto reader = core::OpenTraceSource(*source);
+  if (!reader.ok()) return 0;
+  core::Event event;
+  std::uint64_t n = 0;
+  for (core::Expected<bool> more = (*reader)->Next(&event); more.ok() && *more;
+       more = (*reader)->Next(&event))
+    ++n;
+  return n;
+}
+
 // Snapshots every few system calls: the intervals, materialized two at a
 // time from their snapshots and joined, give the single pass's trace
 // position by position.
@@ -158,14 +171,28 @@ TEST(NativeIntervals, JoinedIntervalsEqualTheSinglePass) {
   ASSERT_TRUE(s.ok()) << s.status().message();
   MaterializeOptions parallel;
   parallel.jobs = 2;
+  // The last interval first, alone: a trace of the run's end.
+  parallel.tail_path = base + ".last.ucir";
+  bool tail_ready = false;
+  parallel.on_tail = [&] { tail_ready = true; };
   core::Expected<RecordResult> j = MaterializeTo(*log, joined, parallel);
   ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_TRUE(tail_ready);
   EXPECT_EQ(j->instructions, s->instructions);
   EXPECT_EQ(j->syscalls, s->syscalls);
   EXPECT_EQ(j->exit_code, log->status);
   test_util::CompareTraces(single, joined, "single pass", "joined");
   if (HasFatalFailure()) return;
-  for (const std::string& p : {log_path, single, joined}) std::remove(p.c_str());
+  // The tail is the joined trace's end, from its keyframe (the last
+  // snapshot: every register and all memory) on.
+  const std::uint64_t tail_events = EventCount(parallel.tail_path);
+  ASSERT_GT(tail_events, 0u);
+  ASSERT_LT(tail_events, EventCount(joined));
+  test_util::CompareTraces(joined, parallel.tail_path, "joined", "tail",
+                           EventCount(joined) - tail_events);
+  if (HasFatalFailure()) return;
+  for (const std::string& p : {log_path, single, joined, parallel.tail_path})
+    std::remove(p.c_str());
   for (const SnapshotRef& r : log->snapshots) std::remove((log->directory + "/" + r.file).c_str());
 }
 
