@@ -9,6 +9,9 @@
 
 #include <sys/user.h>
 
+#include <cstdint>
+#include <span>
+
 #include "backstep/core/expected.h"
 #include "recorder/tracee.h"
 
@@ -29,6 +32,14 @@ class SyscallSource {
   // end of an interval of a native recording. The result's end is then
   // RecordResult::End::kInterrupted.
   virtual bool EndsHere() const { return false; }
+  // A signal the recorded run got as the system call just answered
+  // returned (0: none): the engine delivers it before the next instruction,
+  // with this siginfo_t (128 bytes), and records the delivery.
+  struct SignalAfter {
+    int signal = 0;
+    std::span<const std::uint8_t> siginfo;
+  };
+  virtual SignalAfter Signal() const { return {}; }
 };
 
 }  // namespace backstep::record

@@ -85,6 +85,7 @@ class LogAnswerer : public SyscallSource {
 
   core::Expected<Stop> Answer(Tracee& tracee, const user_regs_struct& regs) override;
   bool EndsHere() const override { return ends_; }
+  SignalAfter Signal() const override { return signal_; }
   std::size_t answered() const { return next_; }
 
  private:
@@ -111,6 +112,7 @@ class LogAnswerer : public SyscallSource {
   const std::size_t limit_;
   const std::string where_;  // after the position: which interval, if not the whole run
   bool ends_ = false;
+  SignalAfter signal_;  // of the call just answered
 };
 
 core::Status LogAnswerer::CompareEntry(const user_regs_struct& regs,
@@ -147,12 +149,16 @@ core::Expected<Stop> LogAnswerer::Answer(Tracee& tracee, const user_regs_struct&
   }
   const LoggedSyscall& logged = log_.syscalls[next_];
   if (core::Status s = CompareEntry(regs, logged); !s.ok()) return s;
-  if (logged.signal_after) {
+  if (logged.signal_after && RestartsSyscall(logged.exit.rax)) {
     return core::Status::Unsupported(
-        "materialization: the recording delivered signal " + std::to_string(logged.signal_after) +
-        " as system call #" + std::to_string(next_) +
-        " returned (signals are not materialized yet: record with --engine emu or ptrace)");
+        "materialization: signal " + std::to_string(logged.signal_after) +
+        " interrupted system call #" + std::to_string(next_) +
+        " in the recording (a signal after an interrupted call is not materialized yet: record "
+        "with --engine ptrace)");
   }
+  // A signal the recorded run got as this call returned: the engine
+  // delivers it after (SyscallSource::Signal).
+  signal_ = {logged.signal_after, logged.siginfo};
   const std::uint64_t nr = regs.rax, result = logged.exit.rax;
   const bool failed = result > ~std::uint64_t{4095};
   const bool ends = nr == SYS_exit || nr == SYS_exit_group;
@@ -188,6 +194,7 @@ core::Expected<Stop> LogAnswerer::Answer(Tracee& tracee, const user_regs_struct&
     after.rip = regs.rip + 2;
     after.rcx = after.rip;
     after.r11 = regs.eflags;
+    after.orig_rax = ~std::uint64_t{0};
     if (core::Status s = tracee.SetRegs(after); !s.ok()) return s;
   }
   for (const LoggedWrite& w : logged.writes) {
@@ -206,6 +213,17 @@ CpuidResult HostCpuid(const cpu_set_t& one, const cpu_set_t& others, std::uint32
   __cpuid_count(leaf, subleaf, r.eax, r.ebx, r.ecx, r.edx);
   sched_setaffinity(0, sizeof others, &others);
   return r;
+}
+
+std::string HowItEnded(const RecordResult& r) {
+  switch (r.end) {
+    case RecordResult::End::kExited:
+      return "it exited with " + std::to_string(r.exit_code);
+    case RecordResult::End::kKilled:
+      return "signal " + std::to_string(r.signal) + " killed it";
+    default:
+      return "it stopped before its end";
+  }
 }
 
 core::Status CheckSameWorld(const NativeLog& log) {
@@ -316,7 +334,8 @@ core::Expected<RecordResult> MaterializeInterval(const NativeLog& log, const Int
         "materialization diverged from the recording: the emulated program ended at position " +
         std::to_string(counting.positions()) + interval.where + " after " +
         std::to_string(answerer.answered()) + " of the log's " +
-        std::to_string(log.syscalls.size()) + " system calls, or not as the recorded one did");
+        std::to_string(log.syscalls.size()) + " system calls (" + HowItEnded(*result) +
+        "), or not as the recorded one did");
   }
   return result;
 }

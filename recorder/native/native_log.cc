@@ -39,6 +39,7 @@ core::Status WriteNativeLog(const NativeLog& log, const std::string& path) {
     w.Raw(&s.entry, sizeof s.entry);
     w.Raw(&s.exit, sizeof s.exit);
     w.U64(static_cast<std::uint64_t>(s.signal_after));
+    w.Bytes(s.siginfo);
     w.U64(s.writes.size());
     for (const LoggedWrite& lw : s.writes) {
       w.U64(lw.address);
@@ -86,11 +87,13 @@ core::Expected<NativeLog> ReadNativeLog(const std::string& path) {
     r.String(&f.path);
     for (std::uint64_t* v : {&f.device, &f.inode, &f.size, &f.mtime_ns}) *v = r.U64();
   }
-  log.syscalls.resize(r.Count(2 * sizeof(user_regs_struct) + 16));
+  log.syscalls.resize(r.Count(2 * sizeof(user_regs_struct) + 24));
   for (LoggedSyscall& s : log.syscalls) {
     r.Raw(&s.entry, sizeof s.entry);
     r.Raw(&s.exit, sizeof s.exit);
     s.signal_after = static_cast<int>(r.U64());
+    r.Bytes(&s.siginfo);
+    if (r.ok() && !s.siginfo.empty() && s.siginfo.size() != 128) r.Fail("bad siginfo");
     s.writes.resize(r.Count(16));
     for (LoggedWrite& lw : s.writes) {
       lw.address = r.U64();

@@ -32,10 +32,11 @@ struct LoggedWrite {
 };
 
 struct LoggedSyscall {
-  user_regs_struct entry{};         // at the seccomp stop: orig_rax is the number
-  user_regs_struct exit{};          // after it (rax: the result)
-  std::vector<LoggedWrite> writes;  // what the kernel wrote (new mappings: their contents)
-  int signal_after = 0;             // a held signal delivered when it returned (0: none)
+  user_regs_struct entry{};           // at the seccomp stop: orig_rax is the number
+  user_regs_struct exit{};            // after it (rax: the result)
+  std::vector<LoggedWrite> writes;    // what the kernel wrote (new mappings: their contents)
+  int signal_after = 0;               // a held signal delivered when it returned (0: none)
+  std::vector<std::uint8_t> siginfo;  // signal_after's siginfo_t (128 bytes) as delivered
 };
 
 // A file mapped at exec (the executable, ld.so): materialization maps it
@@ -72,6 +73,14 @@ struct NativeLog {
   std::vector<SnapshotRef> snapshots;  // in order of `syscall`
   std::string directory;               // the log's (set by ReadNativeLog; not written)
 };
+
+// A system call's result that means "interrupted by a signal, the kernel
+// restarts it or returns -EINTR": -ERESTARTSYS, -ERESTARTNOINTR,
+// -ERESTARTNOHAND, -ERESTART_RESTARTBLOCK.
+inline bool RestartsSyscall(std::uint64_t rax) {
+  const std::int64_t r = static_cast<std::int64_t>(rax);
+  return r == -512 || r == -513 || r == -514 || r == -516;
+}
 
 core::Status WriteNativeLog(const NativeLog& log, const std::string& path);
 core::Expected<NativeLog> ReadNativeLog(const std::string& path);

@@ -31,13 +31,6 @@ namespace {
 
 constexpr std::uint64_t kPage = 4096;
 
-// -ERESTARTSYS, -ERESTARTNOINTR, -ERESTARTNOHAND, -ERESTART_RESTARTBLOCK: the
-// call was interrupted by a (held) signal and the kernel runs it again.
-bool Restarts(std::uint64_t rax) {
-  const std::int64_t r = static_cast<std::int64_t>(rax);
-  return r == -512 || r == -513 || r == -514 || r == -516;
-}
-
 // A signal the kernel raised for the instruction that faulted: delivered at
 // once (the emulator raises it again at the same instruction).
 bool Synchronous(int sig, int code) {
@@ -291,7 +284,7 @@ core::Status NativeSession::OnSyscall() {
   exit_rip_ = call.exit.rip;
   // Interrupted by a signal (it is pending): the kernel runs the call again
   // unless a handler runs; logged only with that signal.
-  if (Restarts(call.exit.rax) && !pending_at_exit_) return core::Status::Ok();
+  if (RestartsSyscall(call.exit.rax) && !pending_at_exit_) return core::Status::Ok();
   CollectWrites(&call, full_diff);
   const bool succeeded = call.exit.rax <= ~std::uint64_t{4095};
   if (succeeded && new_action_) signals_.actions[new_action_->first] = new_action_->second;
@@ -357,6 +350,10 @@ bool NativeSession::DeliverAtSyscallReturn(int sig, const user_regs_struct& regs
     requeued_.reset();
   }
   log_.syscalls.back().signal_after = sig;
+  // What the handler gets (materialization delivers the same).
+  std::vector<std::uint8_t>& logged = log_.syscalls.back().siginfo;
+  logged.assign(128, 0);
+  if (ptrace(PTRACE_GETSIGINFO, pid_, nullptr, logged.data()) != 0) logged.clear();
   *deliver = sig;
   return true;
 }
