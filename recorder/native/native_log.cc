@@ -111,8 +111,9 @@ core::Expected<NativeLog> ReadNativeLog(const std::string& path) {
   for (SnapshotRef& s : log.snapshots) {
     s.syscall = r.U64();
     r.String(&s.file);
-    // In order, strictly inside the log's system calls, a plain file name.
-    if (r.ok() && (s.syscall <= previous || s.syscall >= log.syscalls.size()))
+    // In order, after a logged call (the last: a crash without another
+    // system call after it), a plain file name.
+    if (r.ok() && (s.syscall <= previous || s.syscall > log.syscalls.size()))
       r.Fail("snapshot at system call " + std::to_string(s.syscall) + " out of order or range");
     if (r.ok() && (s.file.empty() || s.file.find('/') != std::string::npos))
       r.Fail("bad snapshot file name");
