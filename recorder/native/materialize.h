@@ -33,8 +33,10 @@
 // calls a single pass makes. A divergence names its interval and the
 // position in the joined trace.
 //
-// Not materialized yet (Unsupported): a held signal delivered after a system
-// call (LoggedSyscall::signal_after).
+// Signals (LoggedSyscall::signal_after): delivered, with the logged
+// siginfo, right after the emulated call returns (SyscallSource::Signal).
+// Not materialized yet (Unsupported, naming the call): a signal that
+// interrupted the call (it returned -ERESTART*).
 //
 // Thread-safety: one materialization per process (the process environment
 // is the log's while it runs); with a host-CPUID log

@@ -230,12 +230,13 @@ core::Expected<RecordResult> MaterializeIntervals(const NativeLog& log, Recordin
         std::getline(report, message);
         std::getline(report, message, '\0');
         // What the interval wrote before it failed stays in the trace.
+        const std::uint64_t start = position;
         if (core::Expected<SpoolCounts> c = ReplaySpool(p.spool, sink, joined == 0); c.ok())
           position += c->positions;
-        failure =
-            StatusFrom(code, message + " [interval " + std::to_string(joined) +
-                                 " starts at position " + std::to_string(position - positions) +
-                                 " of the trace, which holds the intervals before it]");
+        failure = StatusFrom(code, message + " [interval " + std::to_string(joined) +
+                                       " starts at position " + std::to_string(start) +
+                                       " of the trace: position " +
+                                       std::to_string(start + positions) + " there]");
         break;
       }
       int end = 0;

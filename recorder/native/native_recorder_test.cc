@@ -191,6 +191,25 @@ TEST(NativeIntervals, JoinedIntervalsEqualTheSinglePass) {
   test_util::CompareTraces(joined, parallel.tail_path, "joined", "tail",
                            EventCount(joined) - tail_events);
   if (HasFatalFailure()) return;
+  // A planted divergence in interval 2 is caught at its system call and
+  // named at the position a single pass names.
+  NativeLog edited = *log;
+  const std::size_t call = edited.snapshots[1].syscall + 1;
+  ASSERT_LT(call, edited.syscalls.size());
+  edited.syscalls[call].entry.r12 ^= 0x10;
+  core::Expected<RecordResult> one = MaterializeTo(edited, single, one_pass);
+  ASSERT_FALSE(one.ok());
+  const std::string& message = one.status().message();
+  const std::size_t at = message.find("at position ");
+  ASSERT_NE(at, std::string::npos) << message;
+  const std::string position = message.substr(at + 12, message.find(' ', at + 12) - at - 12);
+  core::Expected<RecordResult> two = MaterializeTo(edited, joined, parallel);
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.status().message().find("of interval 2 "), std::string::npos)
+      << two.status().message();
+  EXPECT_NE(two.status().message().find("r12 is"), std::string::npos) << two.status().message();
+  EXPECT_NE(two.status().message().find(": position " + position + " there]"), std::string::npos)
+      << two.status().message() << " (the single pass: " << message << ")";
   for (const std::string& p : {log_path, single, joined, parallel.tail_path})
     std::remove(p.c_str());
   for (const SnapshotRef& r : log->snapshots) std::remove((log->directory + "/" + r.file).c_str());
