@@ -40,8 +40,8 @@ core::Status EmuSession::Start() {
     if (core::Status s = emu_.restore(tracee_); !s.ok()) return s;
   }
   InitialState initial;
-  if (core::Status s = ReadInitialState(tracee_, layout_, /*hide_vdso=*/!emu_.restore, &space_,
-                                        &initial);
+  if (core::Status s =
+          ReadInitialState(tracee_, layout_, /*hide_vdso=*/!emu_.restore, &space_, &initial);
       !s.ok())
     return s;
   tracee_regs_ = initial.regs;
