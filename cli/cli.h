@@ -77,9 +77,17 @@ int RunRecord(Args& args);
 // `record --engine native` (cmd_record_native.cc), called by RunRecord once
 // the options are parsed: `command` (empty with --from-log), the trace path;
 // `log_only`: the record phase only (materialize later with --from-log).
+// `snapshots`: --snapshot-ms / --snapshot-syscalls ("" when not given);
+// `jobs`: --jobs (intervals materialized at once); `crash_first`: the last
+// interval first, alone into FILE.last.ucir.
+struct NativeCliOptions {
+  std::optional<std::string> snapshot_ms, snapshot_syscalls, jobs;
+  bool crash_first = false;
+};
 int RunRecordNative(const std::vector<std::string>& command, const std::string& path,
                     bool portable_cpuid, const std::optional<std::string>& log,
-                    const std::optional<std::string>& from_log, bool log_only);
+                    const std::optional<std::string>& from_log, bool log_only,
+                    const NativeCliOptions& native = {});
 int RunServe(Args& args);
 int RunOrigin(Args& args);
 

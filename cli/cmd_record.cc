@@ -1,7 +1,8 @@
 // backstep record [-o FILE] [--max-insns N] [--no-reads] [--follow parent|child]
 //                 [--engine ptrace|emu|native] [--cpuid native|portable] [--no-vdso]
-//                 [--log LOG] [--log-only] -- PROG [ARGS]
-// backstep record --engine native --from-log LOG [-o FILE]
+//                 [--log LOG] [--log-only] [--snapshot-ms N] [--snapshot-syscalls N]
+//                 [--jobs N] [--crash-first] -- PROG [ARGS]
+// backstep record --engine native --from-log LOG [-o FILE] [--jobs N] [--crash-first]
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,6 +44,11 @@ int RunRecord(Args& args) {
   std::optional<std::string> log = args.TakeOption("log");  // --engine native
   std::optional<std::string> from_log = args.TakeOption("from-log");
   const bool log_only = args.TakeFlag("log-only");
+  NativeCliOptions native;
+  native.snapshot_ms = args.TakeOption("snapshot-ms");
+  native.snapshot_syscalls = args.TakeOption("snapshot-syscalls");
+  native.jobs = args.TakeOption("jobs");
+  native.crash_first = args.TakeFlag("crash-first");
   // `-o FILE` (one dash) is not an Args option: take it from the positionals.
   std::vector<std::string> rest = args.Positionals();
   if (!output && rest.size() == 2 && rest[0] == "-o") {
@@ -58,16 +64,20 @@ int RunRecord(Args& args) {
   if (engine == "native") {
     if (max || no_reads || reads || follow || no_vdso || (cpuid && *cpuid == "native"))
       return Usage(
-          "record: --engine native takes only -o, --cpuid portable, --log and --from-log (no "
+          "record: --engine native takes only -o, --cpuid portable, --log, --log-only, --from-log, "
+          "--snapshot-ms, --snapshot-syscalls, --jobs and --crash-first (no "
           "reads, no --max-insns, the parent only, the vDSO hidden)");
     if (from_log ? !command.empty() || log || log_only : command.empty())
       return Usage("record: --engine native wants -- PROG [ARGS] or --from-log LOG");
     return RunRecordNative(command,
                            output ? *output : DefaultOutput(from_log ? *from_log : command[0]),
-                           cpuid == "portable", log, from_log, log_only);
+                           cpuid == "portable", log, from_log, log_only, native);
   }
-  if (log || from_log || log_only)
-    return Usage("record: --log, --log-only and --from-log are for --engine native");
+  if (log || from_log || log_only || native.snapshot_ms || native.snapshot_syscalls ||
+      native.jobs || native.crash_first)
+    return Usage(
+        "record: --log, --log-only, --from-log, --snapshot-ms, --snapshot-syscalls, --jobs and "
+        "--crash-first are for --engine native");
   if (command.empty()) return Usage("record: no program (usage: record [-o FILE] -- PROG [ARGS])");
   if (engine != "ptrace" && engine != "emu")
     return Usage("record: --engine is ptrace, emu or native");

@@ -64,8 +64,9 @@ inline void CompareAllMemory(const Replay& p, const Replay& e, std::uint64_t k) 
   }
 }
 
+// `a_skip`: a's events before b's position 0 (b is a's tail).
 inline void CompareTraces(const std::string& a_path, const std::string& b_path, const char* a_name,
-                          const char* b_name) {
+                          const char* b_name, std::uint64_t a_skip = 0) {
   auto psrc = core::MapFile(a_path);
   auto esrc = core::MapFile(b_path);
   ASSERT_TRUE(psrc.ok() && esrc.ok());
@@ -74,12 +75,17 @@ inline void CompareTraces(const std::string& a_path, const std::string& b_path, 
   ASSERT_TRUE(preader.ok()) << preader.status().message();
   ASSERT_TRUE(ereader.ok()) << ereader.status().message();
   Replay p(**preader), e(**ereader);
+  core::Event pe, ee;
+  for (std::uint64_t i = 0; i < a_skip; ++i) {
+    core::Expected<bool> more = (*preader)->Next(&pe);
+    ASSERT_TRUE(more.ok() && *more) << a_name << " ends before position " << a_skip;
+    p.Apply(pe);
+  }
   CompareRegisters(p, e, 0, true, a_name, b_name);
   if (::testing::Test::HasFatalFailure()) return;
   CompareAllMemory(p, e, 0);
   if (::testing::Test::HasFatalFailure()) return;
 
-  core::Event pe, ee;
   std::uint64_t k = 0;
   while (true) {
     core::Expected<bool> pm = (*preader)->Next(&pe);

@@ -90,6 +90,11 @@ struct EmuOptions {
   // PortableCpuid()).
   SyscallSource* syscalls = nullptr;
   std::function<CpuidResult(std::uint32_t leaf, std::uint32_t subleaf)> cpuid;
+  // Set: called on the tracee stopped at exec, before the engine reads its
+  // state, to make it another state of the program (a snapshot of a native
+  // recording); the recording starts there (the vDSO is not hidden again,
+  // at_random is not placed).
+  std::function<core::Status(Tracee&)> restore;
 };
 
 // False when backstep was built without Unicorn (libunicorn-dev).

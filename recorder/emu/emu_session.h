@@ -119,6 +119,9 @@ class EmuSession {
   void Retire();
   core::Status NativeStep(core::Address pc, std::uint8_t size, bool simd, bool memory);
   core::Status DeliverFault(int sig);
+  // A signal the SyscallSource says the recorded run got as the system call
+  // just recorded returned: delivered now (DeliverFault), its siginfo first.
+  core::Status DeliverAfterSyscall(const SyscallSource::SignalAfter& signal);
   core::Status LoadFpFromTracee();
   // Emits a natively run instruction's event (GPRs after: v; writes in
   // writes_; FP changes already in changes_) and continues at rip.

@@ -36,8 +36,12 @@ core::Status EmuSession::Start() {
   traps_ = EnableTraps(tracee_, options_.spawn.trap_rdtsc, /*cpuid_faulting=*/true);
   // Without the vDSO, libc's clock functions are system calls, which the
   // tracee runs (the vDSO's would read the kernel's [vvar] page).
+  if (emu_.restore) {
+    if (core::Status s = emu_.restore(tracee_); !s.ok()) return s;
+  }
   InitialState initial;
-  if (core::Status s = ReadInitialState(tracee_, layout_, /*hide_vdso=*/true, &space_, &initial);
+  if (core::Status s =
+          ReadInitialState(tracee_, layout_, /*hide_vdso=*/!emu_.restore, &space_, &initial);
       !s.ok())
     return s;
   tracee_regs_ = initial.regs;
@@ -56,7 +60,7 @@ core::Status EmuSession::Start() {
 }
 
 core::Status EmuSession::PlaceAtRandom(std::span<const std::uint8_t> auxv) {
-  if (emu_.at_random.size() != 16) return core::Status::Ok();
+  if (emu_.at_random.size() != 16 || emu_.restore) return core::Status::Ok();
   for (std::size_t i = 0; i + 16 <= auxv.size(); i += 16) {
     std::uint64_t type = 0, value = 0;
     std::memcpy(&type, &auxv[i], 8);

@@ -108,7 +108,50 @@ core::Status EmuSession::ProxySyscall() {
     if (stop->kind != Stop::kStepped) return SyscallEnded(pc, size, *stop, &sys);
     if (core::Status s = tracee_.GetRegs(&after); !s.ok()) return s;
   }
-  return RecordSyscall(pc, size, before, after, &sys);
+  core::Status recorded = RecordSyscall(pc, size, before, after, &sys);
+  // rseq never reaches the SyscallSource: its answers are about the call before.
+  const bool answered = emu_.syscalls && nr != kSysRseq;
+  if (recorded.ok() && answered && emu_.syscalls->Signal().signal) {
+    recorded = DeliverAfterSyscall(emu_.syscalls->Signal());
+  }
+  if (recorded.ok() && answered && emu_.syscalls->EndsHere()) {
+    // The end of an interval (SyscallSource::EndsHere).
+    result_.end = RecordResult::End::kInterrupted;
+    done_ = true;
+    uc_emu_stop(uc_);
+  }
+  return recorded;
+}
+
+core::Status EmuSession::DeliverAfterSyscall(const SyscallSource::SignalAfter& signal) {
+  // The kernel saves x87/SSE state in the frame: the emulator's, in the tracee.
+  fp_slots_ = slots_;
+  CollectFp(&fp_slots_);
+  if (ptrace(PTRACE_SETFPREGS, tracee_.pid(), nullptr, xstate_.data()) != 0)
+    return core::Status::IOError("PTRACE_SETFPREGS: " + std::string(std::strerror(errno)));
+  // The kernel writes the frame below the stack pointer (red zone, siginfo,
+  // ucontext, the XSAVE area): the stack reaches there in the tracee and in
+  // Unicorn first, so that the frame is copied into mapped memory.
+  std::uint64_t rsp = 0;
+  uc_reg_read(uc_, UC_X86_REG_RSP, &rsp);
+  const core::Address below = rsp - 16 * 1024;
+  if (stack_low_ && below < stack_low_ && below + kMaxStackGrowth >= stack_low_) {
+    if (core::Status s = GrowStack(below); !s.ok()) return s;
+  }
+  // The recorded run's siginfo (the injected signal keeps it: same signo).
+  if (signal.siginfo.size() == 128) {
+    std::uint8_t info[128];
+    std::memcpy(info, signal.siginfo.data(), sizeof info);
+    if (ptrace(PTRACE_SETSIGINFO, tracee_.pid(), nullptr, info) != 0)
+      return core::Status::IOError("PTRACE_SETSIGINFO: " + std::string(std::strerror(errno)));
+  }
+  if (core::Status s = DeliverFault(signal.signal); !s.ok() || done_) return s;
+  // The syscall hook cannot move rip: the run loop goes on at the handler.
+  std::uint64_t handler = 0;
+  uc_reg_read(uc_, UC_X86_REG_RIP, &handler);
+  resume_at_ = handler;
+  uc_emu_stop(uc_);
+  return core::Status::Ok();
 }
 
 core::Expected<Stop> EmuSession::StepSyscall(core::Address pc, const user_regs_struct& before) {

@@ -9,6 +9,9 @@
 
 #include <sys/user.h>
 
+#include <cstdint>
+#include <span>
+
 #include "backstep/core/expected.h"
 #include "recorder/tracee.h"
 
@@ -24,6 +27,19 @@ class SyscallSource {
   // returns kStepped, or runs it and returns how it ended (exit). An error
   // (e.g. the registers differ from the log's) ends the recording with it.
   virtual core::Expected<Stop> Answer(Tracee& tracee, const user_regs_struct& regs) = 0;
+  // True once the recording should stop after the system call just
+  // answered (its instruction and effects are sent to the sink first): the
+  // end of an interval of a native recording. The result's end is then
+  // RecordResult::End::kInterrupted.
+  virtual bool EndsHere() const { return false; }
+  // A signal the recorded run got as the system call just answered
+  // returned (0: none): the engine delivers it before the next instruction,
+  // with this siginfo_t (128 bytes), and records the delivery.
+  struct SignalAfter {
+    int signal = 0;
+    std::span<const std::uint8_t> siginfo;
+  };
+  virtual SignalAfter Signal() const { return {}; }
 };
 
 }  // namespace backstep::record

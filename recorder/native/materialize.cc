@@ -17,6 +17,8 @@ extern char** environ;
 
 #include "backstep/core/hex.h"
 #include "recorder/emu/emu_recorder.h"
+#include "recorder/native/interval.h"
+#include "recorder/native/snapshot.h"
 #include "recorder/syscall_effects.h"
 
 namespace backstep::record {
@@ -73,11 +75,17 @@ bool RunsForReal(std::uint64_t nr) {
 
 class LogAnswerer : public SyscallSource {
  public:
-  LogAnswerer(const NativeLog& log, const CountingSink& sink) : log_(log), sink_(sink) {
+  // Answers the log's system calls [first, limit): the recording stops
+  // after limit - 1 unless it is the log's last.
+  LogAnswerer(const NativeLog& log, const CountingSink& sink, std::size_t first, std::size_t limit,
+              std::string where)
+      : log_(log), sink_(sink), next_(first), limit_(limit), where_(std::move(where)) {
     SkipRseq();
   }
 
   core::Expected<Stop> Answer(Tracee& tracee, const user_regs_struct& regs) override;
+  bool EndsHere() const override { return ends_; }
+  SignalAfter Signal() const override { return signal_; }
   std::size_t answered() const { return next_; }
 
  private:
@@ -92,7 +100,7 @@ class LogAnswerer : public SyscallSource {
   core::Status Diverged(const user_regs_struct& regs, const std::string& difference,
                         std::size_t index) const {
     return core::Status::Corruption("materialization diverged from the recording at position " +
-                                    std::to_string(sink_.positions()) + " (system call #" +
+                                    std::to_string(sink_.positions()) + where_ + " (system call #" +
                                     std::to_string(index) + ", `syscall` at " +
                                     core::HexU64(regs.rip) + "): " + difference);
   }
@@ -101,6 +109,10 @@ class LogAnswerer : public SyscallSource {
   const NativeLog& log_;
   const CountingSink& sink_;
   std::size_t next_ = 0;
+  const std::size_t limit_;
+  const std::string where_;  // after the position: which interval, if not the whole run
+  bool ends_ = false;
+  SignalAfter signal_;  // of the call just answered
 };
 
 core::Status LogAnswerer::CompareEntry(const user_regs_struct& regs,
@@ -130,23 +142,28 @@ core::Status LogAnswerer::CompareEntry(const user_regs_struct& regs,
 }
 
 core::Expected<Stop> LogAnswerer::Answer(Tracee& tracee, const user_regs_struct& regs) {
-  if (next_ >= log_.syscalls.size()) {
+  if (next_ >= limit_) {
     return Diverged(regs, "the emulated program makes system call " + std::to_string(regs.rax) +
-                              " after the last of the log's " +
-                              std::to_string(log_.syscalls.size()) + " system calls");
+                              " after the last of the log's " + std::to_string(limit_) +
+                              " system calls");
   }
   const LoggedSyscall& logged = log_.syscalls[next_];
   if (core::Status s = CompareEntry(regs, logged); !s.ok()) return s;
-  if (logged.signal_after) {
+  if (logged.signal_after && RestartsSyscall(logged.exit.rax)) {
     return core::Status::Unsupported(
-        "materialization: the recording delivered signal " + std::to_string(logged.signal_after) +
-        " as system call #" + std::to_string(next_) +
-        " returned (signals are not materialized yet: record with --engine emu or ptrace)");
+        "materialization: signal " + std::to_string(logged.signal_after) +
+        " interrupted system call #" + std::to_string(next_) +
+        " in the recording (a signal after an interrupted call is not materialized yet: record "
+        "with --engine ptrace)");
   }
+  // A signal the recorded run got as this call returned: the engine
+  // delivers it after (SyscallSource::Signal).
+  signal_ = {logged.signal_after, logged.siginfo};
   const std::uint64_t nr = regs.rax, result = logged.exit.rax;
   const bool failed = result > ~std::uint64_t{4095};
   const bool ends = nr == SYS_exit || nr == SYS_exit_group;
   ++next_;
+  ends_ = next_ == limit_ && limit_ < log_.syscalls.size();
   SkipRseq();
   if (RunsForReal(nr) && (!failed || ends)) {
     user_regs_struct call = regs;
@@ -154,15 +171,7 @@ core::Expected<Stop> LogAnswerer::Answer(Tracee& tracee, const user_regs_struct&
       // At the address it got natively; a file mapping becomes anonymous
       // memory holding the logged contents (the file's descriptor exists
       // only in the recorded process).
-      const bool file = !(regs.r10 & MAP_ANONYMOUS);
-      std::uint64_t flags = regs.r10;
-      if (file)
-        flags = (flags & ~std::uint64_t{MAP_SHARED | MAP_SHARED_VALIDATE}) | MAP_PRIVATE |
-                MAP_ANONYMOUS;
-      if (!(flags & MAP_FIXED)) flags |= MAP_FIXED_NOREPLACE;
-      call.rdi = result;
-      call.r10 = flags;
-      if (file) call.r8 = ~std::uint64_t{0}, call.r9 = 0;
+      MmapArgumentsWithoutFile(result, &call);
       if (core::Status s = tracee.SetRegs(call); !s.ok()) return s;
     }
     core::Expected<Stop> stop = tracee.Step();
@@ -185,6 +194,7 @@ core::Expected<Stop> LogAnswerer::Answer(Tracee& tracee, const user_regs_struct&
     after.rip = regs.rip + 2;
     after.rcx = after.rip;
     after.r11 = regs.eflags;
+    after.orig_rax = ~std::uint64_t{0};
     if (core::Status s = tracee.SetRegs(after); !s.ok()) return s;
   }
   for (const LoggedWrite& w : logged.writes) {
@@ -193,11 +203,27 @@ core::Expected<Stop> LogAnswerer::Answer(Tracee& tracee, const user_regs_struct&
   return Stop{};
 }
 
-// The host CPU's cpuid on the calling thread (pinned to the log's CPU).
-CpuidResult HostCpuid(std::uint32_t leaf, std::uint32_t subleaf) {
+// The host CPU's cpuid as CPU `one` answers it: the calling thread runs
+// there for that instruction only, so that the rest of the materialization
+// (and the intervals running at once) may use every CPU.
+CpuidResult HostCpuid(const cpu_set_t& one, const cpu_set_t& others, std::uint32_t leaf,
+                      std::uint32_t subleaf) {
+  sched_setaffinity(0, sizeof one, &one);
   CpuidResult r;
   __cpuid_count(leaf, subleaf, r.eax, r.ebx, r.ecx, r.edx);
+  sched_setaffinity(0, sizeof others, &others);
   return r;
+}
+
+std::string HowItEnded(const RecordResult& r) {
+  switch (r.end) {
+    case RecordResult::End::kExited:
+      return "it exited with " + std::to_string(r.exit_code);
+    case RecordResult::End::kKilled:
+      return "signal " + std::to_string(r.signal) + " killed it";
+    default:
+      return "it stopped before its end";
+  }
 }
 
 core::Status CheckSameWorld(const NativeLog& log) {
@@ -242,7 +268,8 @@ class ScopedEnviron {
 
 }  // namespace
 
-core::Expected<RecordResult> Materialize(const NativeLog& log, RecordingSink& sink) {
+core::Expected<RecordResult> MaterializeInterval(const NativeLog& log, const Interval& interval,
+                                                 RecordingSink& sink, std::uint64_t* positions) {
   if (!EmulatorAvailable()) {
     return core::Status::Unsupported(
         "materialization needs the emu engine: backstep was built without Unicorn");
@@ -253,13 +280,16 @@ core::Expected<RecordResult> Materialize(const NativeLog& log, RecordingSink& si
   if (core::Status s = CheckSameWorld(log); !s.ok()) return s;
   EmuOptions emu;
   emu.at_random.assign(log.at_random.begin(), log.at_random.end());
-  emu.rdtsc = log.rdtsc;
-  cpu_set_t saved;
+  emu.rdtsc.assign(log.rdtsc.begin() + static_cast<std::ptrdiff_t>(std::min<std::uint64_t>(
+                                           interval.rdtsc, log.rdtsc.size())),
+                   log.rdtsc.end());
+  if (interval.snapshot) {
+    emu.restore = [&](Tracee& proxy) { return RestoreSnapshot(proxy, log, *interval.snapshot); };
+  }
+  cpu_set_t saved, one;
   CPU_ZERO(&saved);
-  const bool pinned = log.cpuid == NativeLog::Cpuid::kHost;
-  if (pinned) {
-    cpu_set_t one;
-    CPU_ZERO(&one);
+  CPU_ZERO(&one);
+  if (log.cpuid == NativeLog::Cpuid::kHost) {
     if (log.cpu < 0 || log.cpu >= CPU_SETSIZE)
       return core::Status::Corruption("native log: bad CPU " + std::to_string(log.cpu));
     CPU_SET(log.cpu, &one);
@@ -268,16 +298,20 @@ core::Expected<RecordResult> Materialize(const NativeLog& log, RecordingSink& si
       return core::Status::Unsupported("materialization runs on CPU " + std::to_string(log.cpu) +
                                        " (the recording's CPUID), which this process cannot use");
     }
-    if (CpuSignature() != log.cpu_signature) {
-      sched_setaffinity(0, sizeof saved, &saved);
+    const bool same = CpuSignature() == log.cpu_signature;
+    sched_setaffinity(0, sizeof saved, &saved);
+    if (!same) {
       return core::Status::Unsupported(
           "the recording saw another CPU's CPUID (no CPUID faulting where it was recorded): "
           "materialize it on a machine with the same CPU");
     }
-    emu.cpuid = HostCpuid;
+    emu.cpuid = [&](std::uint32_t leaf, std::uint32_t subleaf) {
+      return HostCpuid(one, saved, leaf, subleaf);
+    };
   }
   CountingSink counting(sink);
-  LogAnswerer answerer(log, counting);
+  const std::size_t limit = interval.last ? log.syscalls.size() : interval.limit;
+  LogAnswerer answerer(log, counting, interval.first, limit, interval.where);
   emu.syscalls = &answerer;
   RecordOptions options;
   options.spawn.argv = log.argv;
@@ -286,21 +320,34 @@ core::Expected<RecordResult> Materialize(const NativeLog& log, RecordingSink& si
   options.reads = false;
   options.check_interval = 0;
   core::Expected<RecordResult> result = RecordEmulated(options, counting, emu);
-  if (pinned) sched_setaffinity(0, sizeof saved, &saved);
+  if (positions) *positions = counting.positions();
   if (!result.ok()) return result;
   const bool same_end =
-      (log.end == NativeLog::End::kExited && result->end == RecordResult::End::kExited &&
-       result->exit_code == log.status) ||
-      (log.end == NativeLog::End::kKilled && result->end == RecordResult::End::kKilled &&
-       result->signal == log.status);
-  if (answerer.answered() != log.syscalls.size() || !same_end) {
+      !interval.last
+          ? result->end == RecordResult::End::kInterrupted
+          : (log.end == NativeLog::End::kExited && result->end == RecordResult::End::kExited &&
+             result->exit_code == log.status) ||
+                (log.end == NativeLog::End::kKilled && result->end == RecordResult::End::kKilled &&
+                 result->signal == log.status);
+  if (answerer.answered() < limit || !same_end) {
     return core::Status::Corruption(
         "materialization diverged from the recording: the emulated program ended at position " +
-        std::to_string(counting.positions()) + " after " + std::to_string(answerer.answered()) +
-        " of the log's " + std::to_string(log.syscalls.size()) +
-        " system calls, or not as the recorded one did");
+        std::to_string(counting.positions()) + interval.where + " after " +
+        std::to_string(answerer.answered()) + " of the log's " +
+        std::to_string(log.syscalls.size()) + " system calls (" + HowItEnded(*result) +
+        "), or not as the recorded one did");
   }
   return result;
+}
+
+core::Expected<RecordResult> Materialize(const NativeLog& log, RecordingSink& sink,
+                                         const MaterializeOptions& options) {
+  if (options.use_snapshots && !log.snapshots.empty())
+    return MaterializeIntervals(log, sink, options);
+  Interval whole;
+  whole.limit = log.syscalls.size();
+  whole.last = true;
+  return MaterializeInterval(log, whole, sink, nullptr);
 }
 
 }  // namespace backstep::record

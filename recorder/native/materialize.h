@@ -23,14 +23,29 @@
 // after the last logged call, as it ended. Otherwise the error names the
 // position, the instruction and the difference.
 //
-// Not materialized yet (Unsupported): a held signal delivered after a system
-// call (LoggedSyscall::signal_after).
+// Intervals: when the log lists snapshots (native_recorder.h), the run is
+// cut there: interval 0 from exec to the first snapshot, interval k from
+// snapshot k - 1 (restored into the emu engine's proxy process: snapshot.h)
+// to the system call the next one follows, each materialized in a process
+// of its own (`jobs` at once) into a spool file (spool_sink.h), answering
+// the log's system calls from its snapshot's on and stopping after its
+// last; the spools are replayed in order into `sink`, which so gets the
+// calls a single pass makes. A divergence names its interval and the
+// position in the joined trace.
+//
+// Signals (LoggedSyscall::signal_after): delivered, with the logged
+// siginfo, right after the emulated call returns (SyscallSource::Signal).
+// Not materialized yet (Unsupported, naming the call): a signal that
+// interrupted the call (it returned -ERESTART*).
 //
 // Thread-safety: one materialization per process (the process environment
 // is the log's while it runs); with a host-CPUID log
-// (NativeLog::Cpuid::kHost) the calling thread is pinned to the log's CPU
-// while it runs.
+// (NativeLog::Cpuid::kHost) the calling thread runs on the log's CPU for
+// each cpuid it answers (and the signature check), elsewhere as before.
 #pragma once
+
+#include <functional>
+#include <string>
 
 #include "backstep/core/expected.h"
 #include "recorder/native/native_log.h"
@@ -39,6 +54,25 @@
 
 namespace backstep::record {
 
-core::Expected<RecordResult> Materialize(const NativeLog& log, RecordingSink& sink);
+struct MaterializeOptions {
+  // Intervals materialized at once (each in a process of its own), when the
+  // log has snapshots.
+  unsigned jobs = 1;
+  // False: one pass from exec even when the log has snapshots.
+  bool use_snapshots = true;
+  // Where the intervals' spool files go (removed after the join); empty:
+  // the system's temporary directory.
+  std::string spool_directory;
+  // Set (and the log has snapshots): the last interval, where the program
+  // crashed or exited, is materialized first and written alone to this
+  // UCIR file (its position 0 is the last snapshot), then on_tail() is
+  // called while the other intervals go on: the end of the run can be
+  // debugged before the whole trace exists.
+  std::string tail_path;
+  std::function<void()> on_tail;
+};
+
+core::Expected<RecordResult> Materialize(const NativeLog& log, RecordingSink& sink,
+                                         const MaterializeOptions& options = {});
 
 }  // namespace backstep::record

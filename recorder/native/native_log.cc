@@ -5,8 +5,8 @@
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+
+#include "recorder/native/native_io.h"
 
 extern char** environ;
 
@@ -14,75 +14,6 @@ namespace backstep::record {
 namespace {
 
 constexpr char kMagic[8] = {'B', 'S', 'N', 'L', 'O', 'G', '0', '1'};
-
-class Writer {
- public:
-  void U64(std::uint64_t v) { Raw(&v, 8); }
-  void Raw(const void* p, std::size_t n) {
-    const auto* b = static_cast<const std::uint8_t*>(p);
-    out_.insert(out_.end(), b, b + n);
-  }
-  void Bytes(const std::vector<std::uint8_t>& v) {
-    U64(v.size());
-    Raw(v.data(), v.size());
-  }
-  void String(const std::string& s) {
-    U64(s.size());
-    Raw(s.data(), s.size());
-  }
-  const std::vector<std::uint8_t>& data() const { return out_; }
-
- private:
-  std::vector<std::uint8_t> out_;
-};
-
-// Bounds-checked reads; the first failure is kept with its offset.
-class Reader {
- public:
-  Reader(const std::vector<std::uint8_t>& data, const std::string& path)
-      : data_(data), path_(path) {}
-  bool Raw(void* p, std::size_t n) {
-    if (!ok_ || n > data_.size() - offset_) return Fail("truncated");
-    std::memcpy(p, data_.data() + offset_, n);
-    offset_ += n;
-    return true;
-  }
-  std::uint64_t U64() {
-    std::uint64_t v = 0;
-    Raw(&v, 8);
-    return v;
-  }
-  // A count of `unit`-byte items that must fit in what is left.
-  std::uint64_t Count(std::size_t unit) {
-    const std::uint64_t n = U64();
-    if (ok_ && n > (data_.size() - offset_) / unit)
-      Fail("count " + std::to_string(n) + " too large");
-    return ok_ ? n : 0;
-  }
-  void Bytes(std::vector<std::uint8_t>* v) {
-    v->resize(Count(1));
-    Raw(v->data(), v->size());
-  }
-  void String(std::string* s) {
-    s->resize(Count(1));
-    Raw(s->data(), s->size());
-  }
-  bool Fail(const std::string& why) {
-    if (ok_) error_ = "native log " + path_ + ": " + why + " at offset " + std::to_string(offset_);
-    ok_ = false;
-    return false;
-  }
-  bool ok() const { return ok_; }
-  bool at_end() const { return offset_ == data_.size(); }
-  const std::string& error() const { return error_; }
-
- private:
-  const std::vector<std::uint8_t>& data_;
-  const std::string& path_;
-  std::size_t offset_ = 0;
-  bool ok_ = true;
-  std::string error_;
-};
 
 }  // namespace
 
@@ -108,6 +39,7 @@ core::Status WriteNativeLog(const NativeLog& log, const std::string& path) {
     w.Raw(&s.entry, sizeof s.entry);
     w.Raw(&s.exit, sizeof s.exit);
     w.U64(static_cast<std::uint64_t>(s.signal_after));
+    w.Bytes(s.siginfo);
     w.U64(s.writes.size());
     for (const LoggedWrite& lw : s.writes) {
       w.U64(lw.address);
@@ -118,32 +50,20 @@ core::Status WriteNativeLog(const NativeLog& log, const std::string& path) {
   for (std::uint64_t t : log.rdtsc) w.U64(t);
   w.U64(static_cast<std::uint64_t>(log.end));
   w.U64(static_cast<std::uint64_t>(static_cast<std::int64_t>(log.status)));
+  w.U64(log.snapshots.size());
+  for (const SnapshotRef& s : log.snapshots) {
+    w.U64(s.syscall);
+    w.String(s.file);
+  }
 
-  // Atomically: a temporary file next to it, renamed into place.
-  const std::string tmp = path + ".tmp" + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(w.data().data()),
-              static_cast<std::streamsize>(w.data().size()));
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return core::Status::IOError("cannot write the native log " + tmp);
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return core::Status::IOError("cannot rename the native log into " + path);
-  }
-  return core::Status::Ok();
+  return WriteFileAtomically(path, w.data(), "the native log");
 }
 
 core::Expected<NativeLog> ReadNativeLog(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return core::Status::NotFound("cannot open the native log " + path);
-  const std::vector<std::uint8_t> data((std::istreambuf_iterator<char>(in)),
-                                       std::istreambuf_iterator<char>());
-  Reader r(data, path);
+  core::Expected<std::vector<std::uint8_t>> file = ReadWholeFile(path, "the native log");
+  if (!file.ok()) return file.status();
+  const std::vector<std::uint8_t>& data = *file;
+  Reader r(data, "native log " + path);
   char magic[8] = {};
   r.Raw(magic, sizeof magic);
   if (r.ok() && std::memcmp(magic, kMagic, sizeof magic) != 0) {
@@ -167,11 +87,13 @@ core::Expected<NativeLog> ReadNativeLog(const std::string& path) {
     r.String(&f.path);
     for (std::uint64_t* v : {&f.device, &f.inode, &f.size, &f.mtime_ns}) *v = r.U64();
   }
-  log.syscalls.resize(r.Count(2 * sizeof(user_regs_struct) + 16));
+  log.syscalls.resize(r.Count(2 * sizeof(user_regs_struct) + 24));
   for (LoggedSyscall& s : log.syscalls) {
     r.Raw(&s.entry, sizeof s.entry);
     r.Raw(&s.exit, sizeof s.exit);
     s.signal_after = static_cast<int>(r.U64());
+    r.Bytes(&s.siginfo);
+    if (r.ok() && !s.siginfo.empty() && s.siginfo.size() != 128) r.Fail("bad siginfo");
     s.writes.resize(r.Count(16));
     for (LoggedWrite& lw : s.writes) {
       lw.address = r.U64();
@@ -184,8 +106,23 @@ core::Expected<NativeLog> ReadNativeLog(const std::string& path) {
   if (end > 1) r.Fail("bad end " + std::to_string(end));
   log.end = static_cast<NativeLog::End>(end);
   log.status = static_cast<std::int32_t>(r.U64());
+  log.snapshots.resize(r.Count(16));
+  std::uint64_t previous = 0;
+  for (SnapshotRef& s : log.snapshots) {
+    s.syscall = r.U64();
+    r.String(&s.file);
+    // In order, after a logged call (the last: a crash without another
+    // system call after it), a plain file name.
+    if (r.ok() && (s.syscall <= previous || s.syscall > log.syscalls.size()))
+      r.Fail("snapshot at system call " + std::to_string(s.syscall) + " out of order or range");
+    if (r.ok() && (s.file.empty() || s.file.find('/') != std::string::npos))
+      r.Fail("bad snapshot file name");
+    previous = s.syscall;
+  }
   if (r.ok() && !r.at_end()) r.Fail("trailing bytes");
   if (!r.ok()) return core::Status::Corruption(r.error());
+  const std::size_t slash = path.rfind('/');
+  log.directory = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
   return log;
 }
 

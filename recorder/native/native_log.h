@@ -8,7 +8,8 @@
 //
 // File format (little-endian, written atomically): "BSNLOG01", then the
 // header fields and the records in the order of the struct below, strings
-// and arrays prefixed by a u64 count. ReadNativeLog() checks every count
+// and arrays prefixed by a u64 count (the snapshots: u64 system call, file
+// name). ReadNativeLog() checks every count
 // against the file's size: a damaged log is an error naming the offset.
 //
 // Thread-safety: plain data.
@@ -31,10 +32,11 @@ struct LoggedWrite {
 };
 
 struct LoggedSyscall {
-  user_regs_struct entry{};         // at the seccomp stop: orig_rax is the number
-  user_regs_struct exit{};          // after it (rax: the result)
-  std::vector<LoggedWrite> writes;  // what the kernel wrote (new mappings: their contents)
-  int signal_after = 0;             // a held signal delivered when it returned (0: none)
+  user_regs_struct entry{};           // at the seccomp stop: orig_rax is the number
+  user_regs_struct exit{};            // after it (rax: the result)
+  std::vector<LoggedWrite> writes;    // what the kernel wrote (new mappings: their contents)
+  int signal_after = 0;               // a held signal delivered when it returned (0: none)
+  std::vector<std::uint8_t> siginfo;  // signal_after's siginfo_t (128 bytes) as delivered
 };
 
 // A file mapped at exec (the executable, ld.so): materialization maps it
@@ -42,6 +44,14 @@ struct LoggedSyscall {
 struct LoggedFile {
   std::string path;
   std::uint64_t device = 0, inode = 0, size = 0, mtime_ns = 0;
+};
+
+// A snapshot of the process taken in the record phase right after system
+// call `syscall - 1` returned (snapshot.h): the interval from it on is
+// materialized independently. `file`: a name in the log's directory.
+struct SnapshotRef {
+  std::uint64_t syscall = 0;
+  std::string file;
 };
 
 struct NativeLog {
@@ -59,8 +69,18 @@ struct NativeLog {
   std::vector<LoggedSyscall> syscalls;
   std::vector<std::uint64_t> rdtsc;  // edx:eax of each rdtsc/rdtscp, in order
   enum class End : std::uint8_t { kExited = 0, kKilled = 1 } end = End::kExited;
-  std::int32_t status = 0;  // exit code or signal
+  std::int32_t status = 0;             // exit code or signal
+  std::vector<SnapshotRef> snapshots;  // in order of `syscall`
+  std::string directory;               // the log's (set by ReadNativeLog; not written)
 };
+
+// A system call's result that means "interrupted by a signal, the kernel
+// restarts it or returns -EINTR": -ERESTARTSYS, -ERESTARTNOINTR,
+// -ERESTARTNOHAND, -ERESTART_RESTARTBLOCK.
+inline bool RestartsSyscall(std::uint64_t rax) {
+  const std::int64_t r = static_cast<std::int64_t>(rax);
+  return r == -512 || r == -513 || r == -514 || r == -516;
+}
 
 core::Status WriteNativeLog(const NativeLog& log, const std::string& path);
 core::Expected<NativeLog> ReadNativeLog(const std::string& path);

@@ -13,6 +13,7 @@
 #include <x86intrin.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <optional>
 #include <set>
@@ -21,6 +22,7 @@
 #include "recorder/address_space.h"
 #include "recorder/cpuid.h"
 #include "recorder/native/seccomp_trap.h"
+#include "recorder/native/snapshot.h"
 #include "recorder/syscall_effects.h"
 #include "recorder/vdso.h"
 
@@ -28,13 +30,6 @@ namespace backstep::record {
 namespace {
 
 constexpr std::uint64_t kPage = 4096;
-
-// -ERESTARTSYS, -ERESTARTNOINTR, -ERESTARTNOHAND, -ERESTART_RESTARTBLOCK: the
-// call was interrupted by a (held) signal and the kernel runs it again.
-bool Restarts(std::uint64_t rax) {
-  const std::int64_t r = static_cast<std::int64_t>(rax);
-  return r == -512 || r == -513 || r == -514 || r == -516;
-}
 
 // A signal the kernel raised for the instruction that faulted: delivered at
 // once (the emulator raises it again at the same instruction).
@@ -48,8 +43,12 @@ std::string Errno() { return std::strerror(errno); }
 
 class NativeSession {
  public:
-  NativeSession(const NativeOptions& options, Tracee tracee, NativeLog::Cpuid cpuid)
-      : options_(options), tracee_(std::move(tracee)), pid_(tracee_.pid()) {
+  NativeSession(const NativeOptions& options, Tracee tracee, NativeLog::Cpuid cpuid,
+                std::string log_path)
+      : options_(options),
+        tracee_(std::move(tracee)),
+        pid_(tracee_.pid()),
+        log_path_(std::move(log_path)) {
     log_.cpuid = cpuid;
   }
 
@@ -69,11 +68,22 @@ class NativeSession {
   core::Status EmulateRdtsc(const user_regs_struct& regs, bool* done);
   core::Expected<int> Wait();
   void Finish(int status);
+  // At the exit stop of the call just logged: a snapshot when one is due.
+  core::Status MaybeSnapshot();
+  // rt_sigaction / sigaltstack at entry: what the call would set (kept
+  // in signals_ when it succeeds).
+  void ReadSignalSetup(const user_regs_struct& entry);
 
   const NativeOptions& options_;
   Tracee tracee_;
   const pid_t pid_;
+  const std::string log_path_;
   NativeLog log_;
+  SignalSetup signals_;
+  std::optional<std::pair<int, KernelSigaction>> new_action_;
+  std::vector<std::uint8_t> new_altstack_;
+  std::chrono::steady_clock::time_point last_snapshot_ = std::chrono::steady_clock::now();
+  std::uint64_t last_snapshot_syscall_ = 0;
   NativeResult result_;
   AddressSpace entry_memory_;  // writable memory at the entry of an unknown system call
   // Signals that arrived while the program computed, with their siginfo:
@@ -240,6 +250,7 @@ core::Status NativeSession::OnSyscall() {
     skip.rax = static_cast<std::uint64_t>(-ENOSYS);
     if (core::Status s = tracee_.SetRegs(skip); !s.ok()) return s;
   }
+  ReadSignalSetup(e);
   std::vector<Range> probe;
   const std::uint64_t args[6] = {e.rdi, e.rsi, e.rdx, e.r10, e.r8, e.r9};
   const bool full_diff = !ChangesMappings(nr) && !KnownOutputs(nr, args, 0, &probe);
@@ -273,10 +284,49 @@ core::Status NativeSession::OnSyscall() {
   exit_rip_ = call.exit.rip;
   // Interrupted by a signal (it is pending): the kernel runs the call again
   // unless a handler runs; logged only with that signal.
-  if (Restarts(call.exit.rax) && !pending_at_exit_) return core::Status::Ok();
+  if (RestartsSyscall(call.exit.rax) && !pending_at_exit_) return core::Status::Ok();
   CollectWrites(&call, full_diff);
+  const bool succeeded = call.exit.rax <= ~std::uint64_t{4095};
+  if (succeeded && new_action_) signals_.actions[new_action_->first] = new_action_->second;
+  if (succeeded && !new_altstack_.empty()) signals_.altstack = new_altstack_;
   log_.syscalls.push_back(std::move(call));
   ++result_.syscalls;
+  if (pending_at_exit_ || nr == kSysRseq) return core::Status::Ok();
+  return MaybeSnapshot();
+}
+
+void NativeSession::ReadSignalSetup(const user_regs_struct& e) {
+  new_action_.reset();
+  new_altstack_.clear();
+  if (e.orig_rax == SYS_rt_sigaction && e.rsi != 0) {
+    KernelSigaction action{};
+    if (tracee_.ReadMemory(e.rsi, action) == action.size())
+      new_action_.emplace(static_cast<int>(e.rdi), action);
+  } else if (e.orig_rax == SYS_sigaltstack && e.rdi != 0) {
+    new_altstack_.resize(24);
+    if (tracee_.ReadMemory(e.rdi, new_altstack_) != 24) new_altstack_.clear();
+  }
+}
+
+core::Status NativeSession::MaybeSnapshot() {
+  const std::uint64_t count = log_.syscalls.size();
+  const auto now = std::chrono::steady_clock::now();
+  const bool by_count =
+      options_.snapshot_syscalls && count - last_snapshot_syscall_ >= options_.snapshot_syscalls;
+  const bool by_time = options_.snapshot_ms &&
+                       now - last_snapshot_ >= std::chrono::milliseconds(options_.snapshot_ms);
+  if (!by_count && !by_time) return core::Status::Ok();
+  core::Expected<Snapshot> snapshot = TakeSnapshot(tracee_, signals_);
+  if (!snapshot.ok()) return snapshot.status();
+  snapshot->syscall = count;
+  snapshot->rdtsc = log_.rdtsc.size();
+  const std::string path = log_path_ + ".snap" + std::to_string(log_.snapshots.size());
+  if (core::Status s = WriteSnapshot(*snapshot, path); !s.ok()) return s;
+  log_.snapshots.push_back({count, path.substr(path.rfind('/') + 1)});
+  ++result_.snapshots;
+  for (const LoggedWrite& run : snapshot->memory) result_.snapshot_bytes += run.bytes.size();
+  last_snapshot_ = std::chrono::steady_clock::now();
+  last_snapshot_syscall_ = count;
   return core::Status::Ok();
 }
 
@@ -300,6 +350,10 @@ bool NativeSession::DeliverAtSyscallReturn(int sig, const user_regs_struct& regs
     requeued_.reset();
   }
   log_.syscalls.back().signal_after = sig;
+  // What the handler gets (materialization delivers the same).
+  std::vector<std::uint8_t>& logged = log_.syscalls.back().siginfo;
+  logged.assign(128, 0);
+  if (ptrace(PTRACE_GETSIGINFO, pid_, nullptr, logged.data()) != 0) logged.clear();
   *deliver = sig;
   return true;
 }
@@ -390,7 +444,7 @@ core::Expected<NativeResult> RecordNative(const NativeOptions& options,
   const ProgramEnvironment environment(cpuid);
   core::Expected<Tracee> tracee = Tracee::Spawn(options.spawn);
   if (!tracee.ok()) return tracee.status();
-  NativeSession session(options, std::move(*tracee), cpuid);
+  NativeSession session(options, std::move(*tracee), cpuid, log_path);
   if (core::Status s = session.Start(); !s.ok()) return s;
   if (core::Status s = session.Run(); !s.ok()) return s;
   if (core::Status s = WriteNativeLog(session.log(), log_path); !s.ok()) return s;

@@ -38,6 +38,11 @@
 // returns, then delivered and logged the same way; a program that makes no
 // more system calls never gets it.
 //
+// Snapshots (NativeOptions::snapshot_*): at a system call's exit stop
+// (never one that a signal follows, that restarts, or rseq), the process is
+// dumped (snapshot.h) into LOG.snapN and the log lists it; each interval
+// between two is then materialized on its own.
+//
 // Refused (Unsupported; the program is killed): threads (clone with
 // CLONE_THREAD, clone3), fork/vfork/clone of a process (the child would
 // inherit the seccomp filter), execve.
@@ -58,6 +63,10 @@ struct NativeOptions {
   SpawnOptions spawn;
   // --cpuid portable: require the portable table (CPUID faulting).
   bool portable_cpuid = false;
+  // Snapshots (snapshot.h), each in LOG.snapN: at the first system call
+  // stop after `snapshot_ms` milliseconds or `snapshot_syscalls` system
+  // calls since the last one (0: not by that measure; both 0: none).
+  std::uint64_t snapshot_ms = 0, snapshot_syscalls = 0;
 };
 
 struct NativeResult {
@@ -65,6 +74,7 @@ struct NativeResult {
   int status = 0;  // exit code or signal
   std::uint64_t syscalls = 0, rdtsc = 0, held_signals = 0;
   std::uint64_t full_diffs = 0;  // system calls whose writes came from a memory diff
+  std::uint64_t snapshots = 0, snapshot_bytes = 0;  // their files' total size
   NativeLog::Cpuid cpuid = NativeLog::Cpuid::kPortable;
 };
 

@@ -64,10 +64,12 @@ std::string InNewPidNamespace(const std::function<std::string()>& body) {
   return out == "ok" ? "" : out;
 }
 
-std::string RecordLog(const std::string& program, const std::string& log_path) {
+std::string RecordLog(const std::string& program, const std::string& log_path,
+                      std::uint64_t snapshot_syscalls = 0) {
   return InNewPidNamespace([&]() -> std::string {
     NativeOptions options;
     options.spawn.argv = {Program(program)};
+    options.snapshot_syscalls = snapshot_syscalls;
     options.spawn.stdout_fd = open("/dev/null", O_WRONLY);
     core::Expected<NativeResult> r = RecordNative(options, log_path);
     return r.ok() ? "" : "native: " + r.status().message();
@@ -112,10 +114,11 @@ std::string RecordEmuLike(const NativeLog& log, const std::string& trace) {
   });
 }
 
-core::Expected<RecordResult> MaterializeTo(const NativeLog& log, const std::string& trace) {
+core::Expected<RecordResult> MaterializeTo(const NativeLog& log, const std::string& trace,
+                                           const MaterializeOptions& options = {}) {
   auto sink = UsercornSink::Create(trace, false);
   if (!sink.ok()) return sink.status();
-  return Materialize(log, **sink);
+  return Materialize(log, **sink, options);
 }
 
 class NativeCrossCheck : public ::testing::TestWithParam<std::string> {};
@@ -136,6 +139,80 @@ TEST_P(NativeCrossCheck, MaterializedTraceEqualsEmuTrace) {
   test_util::CompareTraces(emulated, materialized, "emu", "materialized");
   if (HasFatalFailure()) return;
   for (const std::string& p : {log_path, materialized, emulated}) std::remove(p.c_str());
+}
+
+std::uint64_t EventCount(const std::string& path) {
+  auto source = core::MapFile(path);
+  if (!source.ok()) return 0;
+  auto reader = core::OpenTraceSource(*source);
+  if (!reader.ok()) return 0;
+  core::Event event;
+  std::uint64_t n = 0;
+  for (core::Expected<bool> more = (*reader)->Next(&event); more.ok() && *more;
+       more = (*reader)->Next(&event))
+    ++n;
+  return n;
+}
+
+// Snapshots every few system calls: the intervals, materialized two at a
+// time from their snapshots and joined, give the single pass's trace
+// position by position.
+TEST(NativeIntervals, JoinedIntervalsEqualTheSinglePass) {
+  const std::string base = ::testing::TempDir() + "/intervals";
+  const std::string log_path = base + ".nlog", single = base + ".single.ucir",
+                    joined = base + ".joined.ucir";
+  ASSERT_EQ(RecordLog("scenario_O2_static", log_path, /*snapshot_syscalls=*/3), "");
+  core::Expected<NativeLog> log = ReadNativeLog(log_path);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  ASSERT_GE(log->snapshots.size(), 2u);
+  MaterializeOptions one_pass;
+  one_pass.use_snapshots = false;
+  core::Expected<RecordResult> s = MaterializeTo(*log, single, one_pass);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  MaterializeOptions parallel;
+  parallel.jobs = 2;
+  // The last interval first, alone: a trace of the run's end.
+  parallel.tail_path = base + ".last.ucir";
+  bool tail_ready = false;
+  parallel.on_tail = [&] { tail_ready = true; };
+  core::Expected<RecordResult> j = MaterializeTo(*log, joined, parallel);
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_TRUE(tail_ready);
+  EXPECT_EQ(j->instructions, s->instructions);
+  EXPECT_EQ(j->syscalls, s->syscalls);
+  EXPECT_EQ(j->exit_code, log->status);
+  test_util::CompareTraces(single, joined, "single pass", "joined");
+  if (HasFatalFailure()) return;
+  // The tail is the joined trace's end, from its keyframe (the last
+  // snapshot: every register and all memory) on.
+  const std::uint64_t tail_events = EventCount(parallel.tail_path);
+  ASSERT_GT(tail_events, 0u);
+  ASSERT_LT(tail_events, EventCount(joined));
+  test_util::CompareTraces(joined, parallel.tail_path, "joined", "tail",
+                           EventCount(joined) - tail_events);
+  if (HasFatalFailure()) return;
+  // A planted divergence in interval 2 is caught at its system call and
+  // named at the position a single pass names.
+  NativeLog edited = *log;
+  const std::size_t call = edited.snapshots[1].syscall + 1;
+  ASSERT_LT(call, edited.syscalls.size());
+  edited.syscalls[call].entry.r12 ^= 0x10;
+  core::Expected<RecordResult> one = MaterializeTo(edited, single, one_pass);
+  ASSERT_FALSE(one.ok());
+  const std::string& message = one.status().message();
+  const std::size_t at = message.find("at position ");
+  ASSERT_NE(at, std::string::npos) << message;
+  const std::string position = message.substr(at + 12, message.find(' ', at + 12) - at - 12);
+  core::Expected<RecordResult> two = MaterializeTo(edited, joined, parallel);
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.status().message().find("of interval 2 "), std::string::npos)
+      << two.status().message();
+  EXPECT_NE(two.status().message().find("r12 is"), std::string::npos) << two.status().message();
+  EXPECT_NE(two.status().message().find(": position " + position + " there]"), std::string::npos)
+      << two.status().message() << " (the single pass: " << message << ")";
+  for (const std::string& p : {log_path, single, joined, parallel.tail_path})
+    std::remove(p.c_str());
+  for (const SnapshotRef& r : log->snapshots) std::remove((log->directory + "/" + r.file).c_str());
 }
 
 // The engine cross-check's programs (emu/emu_crosscheck_test.cc), static
@@ -213,7 +290,9 @@ TEST(NativeRecord, ThreadsAndProcessesAreRefused) {
 
 // Signals the program raises or that interrupt a system call are delivered
 // as that call returns, as without the recorder (the program's output is
-// its native one); materialization refuses them, naming the call.
+// its native one); materialization delivers one raised by the program
+// where it was (SIGUSR1, as tgkill returns) and refuses, naming the call,
+// one that interrupted a call (SIGALRM in pause).
 TEST(NativeRecord, SignalsAreDeliveredAtTheSystemCallsReturn) {
   const std::string log_path = ::testing::TempDir() + "/signals.nlog";
   const std::string out_path = ::testing::TempDir() + "/signals.out";
@@ -241,13 +320,20 @@ TEST(NativeRecord, SignalsAreDeliveredAtTheSystemCallsReturn) {
   EXPECT_EQ(delivered, (std::vector<int>{SIGUSR1, SIGALRM}));
   ASSERT_LT(first, log->syscalls.size());
   EXPECT_EQ(log->syscalls[first].entry.orig_rax, 234u);  // tgkill: raise()
-  core::Expected<RecordResult> m = MaterializeTo(*log, ::testing::TempDir() + "/signals.ucir");
+  EXPECT_EQ(log->syscalls[first].siginfo.size(), 128u);
+  // SIGUSR1 (after tgkill returned) is materialized: the refusal comes at
+  // SIGALRM, which interrupted pause().
+  std::size_t second = first + 1;
+  while (second < log->syscalls.size() && !log->syscalls[second].signal_after) ++second;
+  ASSERT_LT(second, log->syscalls.size());
+  const std::string trace = ::testing::TempDir() + "/signals.ucir";
+  core::Expected<RecordResult> m = MaterializeTo(*log, trace);
   ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.status().message().find("delivered signal 10 as system call #" +
-                                      std::to_string(first) + " returned"),
-            std::string::npos)
+  EXPECT_NE(
+      m.status().message().find("signal 14 interrupted system call #" + std::to_string(second)),
+      std::string::npos)
       << m.status().message();
-  for (const std::string& p : {log_path, out_path}) std::remove(p.c_str());
+  for (const std::string& p : {log_path, out_path, trace}) std::remove(p.c_str());
 }
 
 TEST(NativeLog, DamagedLogIsRefusedWithItsOffset) {

@@ -1,0 +1,96 @@
+// Binary I/O the native engine's files share (native_log.h's log,
+// snapshot.h's snapshots): a little-endian Writer into memory, a
+// bounds-checked Reader that keeps the first failure with its offset, and
+// the atomic write of a whole file.
+//
+// Thread-safety: plain objects.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backstep/core/expected.h"
+
+namespace backstep::record {
+
+class Writer {
+ public:
+  void U64(std::uint64_t v) { Raw(&v, 8); }
+  void Raw(const void* p, std::size_t n) {
+    const auto* b = static_cast<const std::uint8_t*>(p);
+    out_.insert(out_.end(), b, b + n);
+  }
+  void Bytes(const std::vector<std::uint8_t>& v) {
+    U64(v.size());
+    Raw(v.data(), v.size());
+  }
+  void String(const std::string& s) {
+    U64(s.size());
+    Raw(s.data(), s.size());
+  }
+  const std::vector<std::uint8_t>& data() const { return out_; }
+
+ private:
+  std::vector<std::uint8_t> out_;
+};
+
+// Bounds-checked reads; the first failure is kept with its offset.
+class Reader {
+ public:
+  Reader(const std::vector<std::uint8_t>& data, const std::string& path)
+      : data_(data), path_(path) {}
+  bool Raw(void* p, std::size_t n) {
+    if (!ok_ || n > data_.size() - offset_) return Fail("truncated");
+    std::memcpy(p, data_.data() + offset_, n);
+    offset_ += n;
+    return true;
+  }
+  std::uint64_t U64() {
+    std::uint64_t v = 0;
+    Raw(&v, 8);
+    return v;
+  }
+  // A count of `unit`-byte items that must fit in what is left.
+  std::uint64_t Count(std::size_t unit) {
+    const std::uint64_t n = U64();
+    if (ok_ && n > (data_.size() - offset_) / unit)
+      Fail("count " + std::to_string(n) + " too large");
+    return ok_ ? n : 0;
+  }
+  void Bytes(std::vector<std::uint8_t>* v) {
+    v->resize(Count(1));
+    Raw(v->data(), v->size());
+  }
+  void String(std::string* s) {
+    s->resize(Count(1));
+    Raw(s->data(), s->size());
+  }
+  bool Fail(const std::string& why) {
+    if (ok_) error_ = path_ + ": " + why + " at offset " + std::to_string(offset_);
+    ok_ = false;
+    return false;
+  }
+  bool ok() const { return ok_; }
+  bool at_end() const { return offset_ == data_.size(); }
+  const std::string& error() const { return error_; }
+
+ private:
+  const std::vector<std::uint8_t>& data_;
+  const std::string path_;  // names the file in errors
+  std::size_t offset_ = 0;
+  bool ok_ = true;
+  std::string error_;
+};
+
+// Writes `data` to a temporary file next to `path` and renames it into
+// place; `what` names the file in the error ("the native log").
+core::Status WriteFileAtomically(const std::string& path, const std::vector<std::uint8_t>& data,
+                                 const std::string& what);
+
+// The whole file, or NotFound naming `what`.
+core::Expected<std::vector<std::uint8_t>> ReadWholeFile(const std::string& path,
+                                                        const std::string& what);
+
+}  // namespace backstep::record
