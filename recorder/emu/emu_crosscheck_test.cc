@@ -190,6 +190,9 @@ void RecordWith(bool emu, const CrossCheckCase& program, Recording* out,
     RecordOptions options;
     options.spawn.argv = ArgvOf(program);
     options.spawn.stdout_fd = open("/dev/null", O_WRONLY);
+    // Its own stderr: a program may change the file's flags (make sets
+    // O_APPEND), which the other run would then see.
+    options.spawn.stderr_fd = open("/dev/null", O_WRONLY);
     options.portable_cpuid = true;
     options.hide_vdso = true;  // implied by the emu engine: the same ld.so path
     options.check_interval = 0;
