@@ -43,9 +43,13 @@ class AccessListBuilder {
   // `ref_offset` its offset in the trace file when it is to be referenced
   // instead of copied. `piece_offset`/`access_length` locate the piece in the
   // whole access (0 and data.size() for an access inside one page).
+  // `event_ref` (not with ref_offset): the entry references the event's
+  // write instead of holding the data (kEntryEvent); the builder still keeps
+  // the data in memory until Flush(), for the page's snapshots.
   void Add(std::uint64_t event, std::uint64_t page, std::uint32_t offset,
            std::span<const std::uint8_t> data, std::optional<std::uint64_t> ref_offset,
-           std::uint64_t piece_offset, std::uint64_t access_length);
+           std::uint64_t piece_offset, std::uint64_t access_length,
+           const EventDataRef* event_ref = nullptr);
   // All memory becomes unknown before the writes of `event`.
   void ClearMemory(std::uint64_t event);
   // The next entries belong to a segment starting at `first_event`.
@@ -81,7 +85,8 @@ class AccessListBuilder {
     std::uint64_t last_ref = 0;             // last referenced trace offset of the current block
     std::vector<SnapshotRecord> snapshots;  // data_offset relative to `snapshot_data`
     std::vector<std::uint8_t> snapshot_data;
-    std::unique_ptr<PageState> state;  // hot pages only
+    std::vector<std::uint8_t> event_data;  // event-referenced pieces' bytes, in order
+    std::unique_ptr<PageState> state;      // hot pages only
   };
 
   void OpenBlock(Page& page, std::uint64_t event);

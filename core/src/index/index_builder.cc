@@ -22,6 +22,7 @@ Status SinglePass(TraceReader& reader, const IndexIdentity& identity,
   plan.memory_budget = options.memory_budget;
   plan.block_entries = options.block_entries;
   plan.snapshot_blocks = options.snapshot_blocks;
+  plan.event_refs = static_cast<bool>(options.new_reader);
   if (options.progress) {
     plan.progress = [&](std::uint64_t done) { return options.progress("indexing", done, total); };
   }

@@ -40,8 +40,6 @@ bool Overlaps(const AccessEntry& e, std::uint32_t o1, std::uint32_t o2) {
   return e.offset < o2 && o1 < e.offset + e.length;
 }
 
-constexpr std::uint8_t kZeros[kPageSize] = {};
-
 // Page number of PageRecord i of a list's sorted page array.
 std::uint64_t PageAt(const std::uint8_t* base, std::uint64_t i) {
   return LoadRecord<std::uint64_t>(base + i * sizeof(PageRecord));
@@ -97,16 +95,6 @@ EntryDecoder TraceIndex::BlockDecoder(const BlockRecord& block) const {
   return EntryDecoder(data, data + block.data_size, block.first_event);
 }
 
-const std::uint8_t* TraceIndex::EntryData(const AccessEntry& e) const {
-  if (!e.ref) return e.data;
-  // The identity check makes this the file the index was built from; stay
-  // in bounds anyway.
-  if (e.ref_offset > trace_bytes_.size() || e.length > trace_bytes_.size() - e.ref_offset) {
-    return kZeros;
-  }
-  return trace_bytes_.data() + e.ref_offset;
-}
-
 Expected<std::optional<AccessHit>> TraceIndex::NextAccess(
     AccessListKind list, Address lo, Address hi, std::uint64_t from,
     const std::atomic<bool>* interrupt) const {
@@ -132,7 +120,7 @@ Expected<std::optional<AccessHit>> TraceIndex::NextAccess(
       for (std::uint32_t j = 0; j < block.entry_count; ++j) {
         const AccessEntry e = decoder.Next();
         if (e.event >= from && Overlaps(e, o1, o2)) {
-          return std::optional<AccessHit>(AccessHit{e, page, EntryData(e)});
+          return std::optional<AccessHit>(Hit(e, page));
         }
       }
     }
@@ -164,13 +152,13 @@ Expected<std::optional<AccessHit>> TraceIndex::PrevAccess(
       const BlockRecord block = blocks.at(b);
       if (!(block.line_mask & mask)) continue;
       EntryDecoder decoder = BlockDecoder(block);
-      std::optional<AccessHit> best;
+      std::optional<AccessEntry> best;  // its data is fetched once, at the end
       for (std::uint32_t j = 0; j < block.entry_count; ++j) {
         const AccessEntry e = decoder.Next();
         if (e.event >= before) break;
-        if (Overlaps(e, o1, o2)) best = AccessHit{e, page, EntryData(e)};
+        if (Overlaps(e, o1, o2)) best = e;
       }
-      if (best) return best;
+      if (best) return std::optional<AccessHit>(Hit(*best, page));
     }
   }
   return std::optional<AccessHit>();
@@ -200,7 +188,7 @@ void TraceIndex::ScanAccesses(AccessListKind list, Address lo, Address hi, std::
         const AccessEntry e = decoder.Next();
         if (e.event >= to) return;
         if (e.event < from || !Overlaps(e, o1, o2)) continue;
-        if (!fn(AccessHit{e, page, EntryData(e)})) return;
+        if (!fn(Hit(e, page))) return;
       }
     }
   }
@@ -222,7 +210,7 @@ std::optional<AccessHit> TraceIndex::FindPiece(AccessListKind list, std::uint64_
       const AccessEntry e = decoder.Next();
       if (e.event > event) return std::nullopt;
       if (e.event == event && e.piece_offset == piece_offset) {
-        return AccessHit{e, page, EntryData(e)};
+        return Hit(e, page);
       }
     }
   }
@@ -244,6 +232,7 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
   AccessEntry small_block[kBlockBuffer];
   std::vector<AccessEntry> big_block;
   bool last_needed = false;
+  std::vector<std::uint8_t> buffer;  // bytes of event-referenced entries
   for (std::uint64_t s = SegmentIndexOf(p - 1) + 1; remaining > 0 && s-- > 0;) {
     const SegmentRecord seg = segment(s);
     if (seg.end_event <= lower) break;
@@ -294,7 +283,7 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
       bool any = false;
       for (std::uint32_t i = a; i < z && !any; ++i) any = !known[i - o1];
       if (!any) return;
-      const std::uint8_t* data = EntryData(e);
+      const std::uint8_t* data = EntryData(e, buffer);
       for (std::uint32_t i = a; i < z; ++i) {
         if (!known[i - o1]) {
           values[i - o1] = data[i - e.offset];
@@ -357,6 +346,7 @@ void TraceIndex::InferredState(Address lo, Address hi, std::uint64_t first, std:
   const auto o1 = static_cast<std::uint32_t>(lo & (kPageSize - 1));
   const auto o2 = static_cast<std::uint32_t>(o1 + (hi - lo));
   const std::uint64_t mask = LineMask(o1, o2 - o1);
+  std::vector<std::uint8_t> buffer;
   for (std::uint64_t s = SegmentIndexOf(first); s < dir_.segment_count; ++s) {
     const SegmentRecord seg = segment(s);
     if (seg.first_event > last) return;
@@ -374,7 +364,7 @@ void TraceIndex::InferredState(Address lo, Address hi, std::uint64_t first, std:
         const AccessEntry e = decoder.Next();
         if (e.event > last) return;
         if (e.event < first || !Overlaps(e, o1, o2)) continue;
-        const std::uint8_t* data = EntryData(e);
+        const std::uint8_t* data = EntryData(e, buffer);
         const std::uint32_t a = std::max(o1, e.offset), z = std::min(o2, e.offset + e.length);
         for (std::uint32_t i = a; i < z; ++i) {
           if (!known[i - o1]) {
