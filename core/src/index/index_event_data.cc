@@ -3,8 +3,10 @@
 // (usercorn) is not copied into the index; its entry names the event, and
 // the bytes are decoded again from the trace when a query needs them. One
 // reader per index does it, positioned by the entry's ReaderPosition, and
-// the last write decoded is kept: a page read, and the reads of the next
-// pages of one large write (a mapped file), decode the event once.
+// the last 4 writes decoded are kept: the reads of the pages of one large
+// write (a mapped file) decode the event once. Memory: those writes'
+// bytes, as large as the reader's own event buffers were for them.
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -19,13 +21,44 @@ constexpr std::uint8_t kZeros[kPageSize] = {};
 }  // namespace
 
 struct TraceIndex::EventDataCache {
+  // The last kWrites writes decoded (a debugger alternates between a few
+  // libraries' pages), most recent first.
+  static constexpr std::size_t kWrites = 4;
+  struct Write {
+    EventDataRef source;
+    std::vector<std::uint8_t> data;
+  };
   ReaderFactory make_reader;
   std::mutex mutex;
   std::unique_ptr<TraceReader> reader;  // made on first use
   Event event;
-  bool valid = false;
-  EventDataRef source;             // of `data`, when valid
-  std::vector<std::uint8_t> data;  // that write's bytes
+  std::vector<Write> writes;
+
+  // The write `s` names, decoded if it is not cached; null if it does not
+  // decode. The identity check makes this the trace the index was built
+  // from; a position or write that does not decode is a crafted index.
+  const Write* Find(const EventDataRef& s) {
+    auto same = [&](const Write& w) {
+      return w.source.write_index == s.write_index && w.source.reader_offset == s.reader_offset &&
+             w.source.reader_aux == s.reader_aux;
+    };
+    if (auto it = std::find_if(writes.begin(), writes.end(), same); it != writes.end()) {
+      std::rotate(writes.begin(), it, it + 1);
+      return &writes.front();
+    }
+    if (!reader) {
+      Expected<std::unique_ptr<TraceReader>> r = make_reader();
+      if (!r.ok()) return nullptr;
+      reader = std::move(r).value();
+    }
+    if (!reader->Seek({s.reader_offset, s.reader_aux}).ok()) return nullptr;
+    const Expected<bool> more = reader->Next(&event);
+    if (!more.ok() || !*more || s.write_index >= event.writes.size()) return nullptr;
+    const std::span<const std::uint8_t> bytes = event.writes[s.write_index].data;
+    if (writes.size() == kWrites) writes.pop_back();
+    writes.insert(writes.begin(), Write{s, {bytes.begin(), bytes.end()}});
+    return &writes.front();
+  }
 };
 
 void TraceIndex::set_reader_factory(ReaderFactory make_reader) {
@@ -36,31 +69,11 @@ void TraceIndex::set_reader_factory(ReaderFactory make_reader) {
 void TraceIndex::EventData(const AccessEntry& e, std::uint8_t* out) const {
   std::memset(out, 0, e.length);
   if (!event_data_) return;
-  EventDataCache& c = *event_data_;
-  const EventDataRef& s = e.source;
-  std::lock_guard<std::mutex> lock(c.mutex);
-  if (!c.valid || c.source.write_index != s.write_index ||
-      c.source.reader_offset != s.reader_offset || c.source.reader_aux != s.reader_aux) {
-    // The identity check makes this the trace the index was built from; a
-    // position or write that does not decode (a crafted index) reads as
-    // zero.
-    c.valid = false;
-    c.data.clear();
-    if (!c.reader) {
-      Expected<std::unique_ptr<TraceReader>> reader = c.make_reader();
-      if (!reader.ok()) return;
-      c.reader = std::move(reader).value();
-    }
-    if (!c.reader->Seek({s.reader_offset, s.reader_aux}).ok()) return;
-    const Expected<bool> more = c.reader->Next(&c.event);
-    if (!more.ok() || !*more || s.write_index >= c.event.writes.size()) return;
-    const std::span<const std::uint8_t> bytes = c.event.writes[s.write_index].data;
-    c.data.assign(bytes.begin(), bytes.end());
-    c.source = s;
-    c.valid = true;
-  }
-  if (e.piece_offset <= c.data.size() && e.length <= c.data.size() - e.piece_offset) {
-    std::memcpy(out, c.data.data() + e.piece_offset, e.length);
+  std::lock_guard<std::mutex> lock(event_data_->mutex);
+  const EventDataCache::Write* write = event_data_->Find(e.source);
+  if (write && e.piece_offset <= write->data.size() &&
+      e.length <= write->data.size() - e.piece_offset) {
+    std::memcpy(out, write->data.data() + e.piece_offset, e.length);
   }
 }
 
