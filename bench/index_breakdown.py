@@ -3,8 +3,8 @@
 
 Usage: bench/index_breakdown.py INDEX [TRACE]
 
-Reads the file as docs/formats/index-format.md describes it (version 3 and
-4), independently of the C++ reader: header, directory tables, keyframe ref
+Reads the file as docs/formats/index-format.md describes it (versions 3
+and 4), independently of the C++ reader: header, directory tables, keyframe ref
 arrays, register records, and per segment the pc index (records, skip
 records, postings) and the three access lists (page records, block
 records, entry bytes split into headers, inline data and references, page
@@ -62,7 +62,7 @@ def directory(b):
     return info
 
 
-def entries(b, list_name, start, end, first_event, count, version):
+def entries(b, list_name, start, end, first_event, count, version, without_data=False):
     """Splits one block's entry bytes into event deltas, heads, data, refs."""
     data = b.data
     pos = start
@@ -93,6 +93,8 @@ def entries(b, list_name, start, end, first_event, count, version):
                 _, pos = varint(data, pos, end)
             kind = "event references" if event else "trace-offset references"
             b.add(list_name + " entries: " + kind, pos - p2, 1)
+        elif without_data:
+            b.add(list_name + " entries without data (reads without values)", 0, 1)
         else:
             big = length >= 64
             b.add(list_name + " entries: inline data%s" % (" (pieces >= 64 B)" if big else ""),
@@ -128,7 +130,7 @@ def segment_lists(b, info, seg_offset):
                 first_event, _, data_offset, entry_count, data_size = struct.unpack_from(
                     "<QQQII", data, blocks_offset + 32 * k)
                 entries(b, name, data_offset, data_offset + data_size, first_event, entry_count,
-                        info["version"])
+                        info["version"], name == "reads" and info["flags"] & 4)
 
 
 def breakdown(path):

@@ -131,6 +131,7 @@ void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std:
   const std::uint32_t length = static_cast<std::uint32_t>(data.size());
   const bool split = piece_offset != 0 || access_length != length;
   std::uint32_t code = 0;  // extended
+  if (without_data_) ref_offset.reset(), event_ref = nullptr;
   if (event_ref) {
     ref_offset.reset();
   } else if (!split && ref_offset) {
@@ -172,7 +173,9 @@ void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std:
   }
   const std::size_t before = page.data.size();
   page.data.insert(page.data.end(), head, p);
-  if (!ref_offset && !event_ref) page.data.insert(page.data.end(), data.begin(), data.end());
+  if (!ref_offset && !event_ref && !without_data_) {
+    page.data.insert(page.data.end(), data.begin(), data.end());
+  }
   memory_bytes_ += page.data.size() - before;
   block.data_size += static_cast<std::uint32_t>(page.data.size() - before);
   block.line_mask |= LineMask(offset, length);

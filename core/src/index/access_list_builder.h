@@ -60,6 +60,9 @@ class AccessListBuilder {
   // At most this many bytes of page states are carried from one segment to
   // the next (states of pages written in the last segment are kept first).
   void set_carry_budget(std::uint64_t bytes) { carry_budget_ = bytes; }
+  // Entries hold neither data nor references (kDirReadsWithoutData: the
+  // read list of a trace whose reads carry no values). Before any Add().
+  void set_without_data() { without_data_ = true; }
 
   std::uint64_t memory_bytes() const { return memory_bytes_; }
   bool empty() const { return pages_.empty(); }
@@ -98,6 +101,7 @@ class AccessListBuilder {
 
   std::uint32_t block_entries_, snapshot_blocks_;
   bool snapshots_;
+  bool without_data_ = false;
   std::span<const std::uint8_t> trace_bytes_;
   std::uint64_t epoch_ = 0;       // number of memory clears so far
   std::uint64_t last_clear_ = 0;  // event of the last clear (0 if none)

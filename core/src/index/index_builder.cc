@@ -109,7 +109,8 @@ void WriteIndexDirectory(IndexTables& tables, const TraceHeader& trace,
   dir.register_storage_size = probe.raw_storage().size();
   dir.register_known_words = probe.raw_known().size();
   dir.flags = (trace.address_kind == AddressKind::kPhysical ? kDirPhysical : 0) |
-              (tables.records_reads ? kDirRecordsReads : 0);
+              (tables.records_reads ? kDirRecordsReads : 0) |
+              (tables.records_reads && !trace.read_values ? kDirReadsWithoutData : 0);
   dir.block_entries = options.block_entries;
   dir.snapshot_blocks = options.snapshot_blocks;
   const std::uint64_t dir_offset = sink.size();

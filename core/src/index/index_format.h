@@ -87,6 +87,10 @@ struct IndexDirectory {
   std::uint64_t reserved[3];
 };
 inline constexpr std::uint64_t kDirPhysical = 1, kDirRecordsReads = 2;
+// The trace's reads carry no values (TraceHeader::read_values false): the
+// read list's entries hold no data bytes (a read's value is the memory at
+// its position, which queries compute) and decode as zeros.
+inline constexpr std::uint64_t kDirReadsWithoutData = 4;
 
 struct ThreadRecord {
   std::uint64_t tid;
@@ -247,6 +251,9 @@ struct EventDataRef {
   std::uint64_t reader_aux = 0;
 };
 
+// What entries without data (kDirReadsWithoutData) hand out.
+inline constexpr std::uint8_t kNoDataBytes[kPageSize] = {};
+
 struct AccessEntry {
   std::uint64_t event = 0;
   std::uint32_t offset = 0;  // in the page
@@ -265,11 +272,14 @@ struct AccessEntry {
 // its access (piece_offset + length <= access_length) and has its inline
 // data inside the block; an entry that would not (only in a damaged or
 // crafted file: the builder never writes one) is returned empty (length 0)
-// and so are all after it.
+// and so are all after it. `without_data`: the block's entries that are not
+// references hold no data bytes (kDirReadsWithoutData); their data is
+// kNoDataBytes.
 class EntryDecoder {
  public:
-  EntryDecoder(const std::uint8_t* in, const std::uint8_t* end, std::uint64_t first_event)
-      : in_(in), end_(end), event_(first_event) {}
+  EntryDecoder(const std::uint8_t* in, const std::uint8_t* end, std::uint64_t first_event,
+               bool without_data = false)
+      : in_(in), end_(end), event_(first_event), without_data_(without_data) {}
   AccessEntry Next() {
     AccessEntry e;
     e.event = event_ += GetVarint(in_, end_);
@@ -305,6 +315,8 @@ class EntryDecoder {
       e.source.write_index = GetVarint(in_, end_);
       e.source.reader_offset = GetVarint(in_, end_);
       e.source.reader_aux = GetVarint(in_, end_);
+    } else if (without_data_) {
+      e.data = kNoDataBytes;
     } else {
       if (static_cast<std::uint64_t>(end_ - in_) < e.length) return Broken(e);
       e.data = in_;
@@ -330,6 +342,7 @@ class EntryDecoder {
   const std::uint8_t* end_;
   std::uint64_t event_;
   std::uint64_t ref_ = 0;
+  bool without_data_;
 };
 
 // Line mask of bytes [offset, offset + length) of a page.

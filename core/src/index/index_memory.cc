@@ -89,10 +89,11 @@ std::vector<std::uint64_t> TraceIndex::ListedPages(AccessListKind list, std::uin
   return pages;
 }
 
-EntryDecoder TraceIndex::BlockDecoder(const BlockRecord& block) const {
+EntryDecoder TraceIndex::BlockDecoder(const BlockRecord& block, AccessListKind list) const {
   // Parse checked that the block's data lies in the file.
   const std::uint8_t* data = bytes_.data() + block.data_offset;
-  return EntryDecoder(data, data + block.data_size, block.first_event);
+  return EntryDecoder(data, data + block.data_size, block.first_event,
+                      list == kReadList && (dir_.flags & kDirReadsWithoutData));
 }
 
 Expected<std::optional<AccessHit>> TraceIndex::NextAccess(
@@ -116,7 +117,7 @@ Expected<std::optional<AccessHit>> TraceIndex::NextAccess(
       }
       const BlockRecord block = blocks.at(b);
       if (!(block.line_mask & mask)) continue;
-      EntryDecoder decoder = BlockDecoder(block);
+      EntryDecoder decoder = BlockDecoder(block, list);
       for (std::uint32_t j = 0; j < block.entry_count; ++j) {
         const AccessEntry e = decoder.Next();
         if (e.event >= from && Overlaps(e, o1, o2)) {
@@ -151,7 +152,7 @@ Expected<std::optional<AccessHit>> TraceIndex::PrevAccess(
       }
       const BlockRecord block = blocks.at(b);
       if (!(block.line_mask & mask)) continue;
-      EntryDecoder decoder = BlockDecoder(block);
+      EntryDecoder decoder = BlockDecoder(block, list);
       std::optional<AccessEntry> best;  // its data is fetched once, at the end
       for (std::uint32_t j = 0; j < block.entry_count; ++j) {
         const AccessEntry e = decoder.Next();
@@ -183,7 +184,7 @@ void TraceIndex::ScanAccesses(AccessListKind list, Address lo, Address hi, std::
       const BlockRecord block = blocks.at(b);
       if (block.first_event >= to) return;
       if (!(block.line_mask & mask)) continue;
-      EntryDecoder decoder = BlockDecoder(block);
+      EntryDecoder decoder = BlockDecoder(block, list);
       for (std::uint32_t j = 0; j < block.entry_count; ++j) {
         const AccessEntry e = decoder.Next();
         if (e.event >= to) return;
@@ -205,7 +206,7 @@ std::optional<AccessHit> TraceIndex::FindPiece(AccessListKind list, std::uint64_
   for (b = b > 0 ? b - 1 : 0; b < blocks.count; ++b) {
     const BlockRecord block = blocks.at(b);
     if (block.first_event > event) break;
-    EntryDecoder decoder = BlockDecoder(block);
+    EntryDecoder decoder = BlockDecoder(block, list);
     for (std::uint32_t j = 0; j < block.entry_count; ++j) {
       const AccessEntry e = decoder.Next();
       if (e.event > event) return std::nullopt;
@@ -295,7 +296,7 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
     for (std::uint64_t b = end; remaining > 0 && b-- > start;) {
       const BlockRecord block = blocks.at(b);
       if (!(block.line_mask & mask)) continue;
-      EntryDecoder decoder = BlockDecoder(block);
+      EntryDecoder decoder = BlockDecoder(block, kWriteList);
       if (block.entry_count > kBlockBuffer && block.entry_count > big_block.size()) {
         big_block.resize(block.entry_count);
       }
@@ -359,7 +360,7 @@ void TraceIndex::InferredState(Address lo, Address hi, std::uint64_t first, std:
       const BlockRecord block = blocks.at(b);
       if (block.first_event > last) return;
       if (!(block.line_mask & mask)) continue;
-      EntryDecoder decoder = BlockDecoder(block);
+      EntryDecoder decoder = BlockDecoder(block, kInferredList);
       for (std::uint32_t j = 0; j < block.entry_count; ++j) {
         const AccessEntry e = decoder.Next();
         if (e.event > last) return;

@@ -301,6 +301,7 @@ void IndexPartBuilder::Finish(std::uint64_t events, IndexTables* out) {
 Status IndexPartBuilder::Run(IndexTables* out) {
   records_reads_ = reader_.header().records_reads;
   infers_values_ = records_reads_ && reader_.header().read_values;
+  if (records_reads_ && !reader_.header().read_values) reads_.set_without_data();
   const std::uint64_t interval = plan_.keyframe_interval;
   for (auto& [tid, regs] : plan_.seed) {
     const std::size_t i = ThreadIndex(tid, kNoEvent);

@@ -203,7 +203,7 @@ class TraceIndex {
   void EventData(const AccessEntry& e, std::uint8_t* out) const;
   struct EventDataCache;
   // The decoder of a block's entries, bounded by its data.
-  EntryDecoder BlockDecoder(const BlockRecord& block) const;
+  EntryDecoder BlockDecoder(const BlockRecord& block, AccessListKind list) const;
   std::optional<std::uint64_t> NextPcInSegment(const SegmentRecord& seg, Address pc,
                                                std::uint64_t from) const;
   std::optional<std::uint64_t> PrevPcInSegment(const SegmentRecord& seg, Address pc,

@@ -162,5 +162,69 @@ TEST(UsercornTraceTest, LongWritesAreReferencedNotCopied) {
   EXPECT_EQ(history->front().data, long_writes[0]);
 }
 
+// usercorn's MEM_READ holds no value: the read list of such a trace stores
+// no data bytes (kDirReadsWithoutData), only where and when, and a read
+// still reports the memory of its position.
+TEST(UsercornTraceTest, ReadsWithoutValuesStoreNoData) {
+  constexpr Address kData = 0x600000;
+  auto make_trace = [&](bool reads) {
+    UsercornWriterOptions o;
+    o.declare_reads = reads;
+    auto w = UsercornWriter::CreateMemory(o);
+    const UsercornMapping maps[] = {
+        {0x400000, 0x2000, kProtRead | kProtExec, 0, 0x2000, "", "/bin/gen"},
+        {kData, 0x1000, kProtRead | kProtWrite, 0, 0, "data", ""}};
+    auto zero = [](const UsercornMapping& m, std::vector<std::uint8_t>* data) {
+      data->assign(m.size, 0);
+      return Status::Ok();
+    };
+    EXPECT_TRUE(w->Begin(0, {}, maps, zero, 0x400000).ok());
+    const std::vector<std::uint8_t> value(16, 0x5a);
+    for (std::size_t i = 0; i < 200; ++i) {
+      const MemoryAccess write{kData + 16 * (i % 200), value};
+      const MemoryAccess read[] = {{kData + 16 * ((i * 7) % 200), value},
+                                   {kData + 16 * ((i * 3) % 200), value}};
+      UsercornInstruction insn;
+      insn.pc = 0x400000 + 4 * i;
+      insn.size = 4;
+      insn.writes = std::span<const MemoryAccess>(&write, 1);
+      if (reads) insn.reads = read;
+      w->AppendInstruction(insn);
+    }
+    w->AppendExit();
+    EXPECT_TRUE(w->Finish().ok());
+    const auto source = MemorySource(w->TakeBytes(), "reads.ucir");
+    return Trace::OpenWith(
+        [source]() -> Expected<std::unique_ptr<TraceReader>> {
+          BACKSTEP_ASSIGN_OR_RETURN(auto r, UsercornReader::Open(source));
+          return std::unique_ptr<TraceReader>(std::move(r));
+        },
+        "", OpenOptions());
+  };
+  auto with_reads = make_trace(true), without = make_trace(false);
+  ASSERT_TRUE(with_reads.ok() && without.ok());
+  ASSERT_TRUE((*with_reads)->header().records_reads);
+  // 400 reads of 16 bytes: 6,400 bytes if their placeholders were stored.
+  EXPECT_LT((*with_reads)->index_status().size_bytes,
+            (*without)->index_status().size_bytes + 400 * 8);
+  // Reads of kData + 16 * 30 see the memory of their position: zero before
+  // event 30 writes it, 0x5a after.
+  auto history = History(**with_reads, kData + 16 * 30, 16, Position(0), Position(40), 10);
+  ASSERT_TRUE(history.ok());
+  bool read_seen = false, write_seen = false;
+  for (const Access& a : *history) {
+    if (a.is_write) {
+      write_seen = true;
+      EXPECT_EQ(a.event, 30u);
+      EXPECT_EQ(a.data, std::vector<std::uint8_t>(16, 0x5a));
+    } else {
+      read_seen = true;
+      const std::uint8_t expected = a.event > 30 ? 0x5a : 0;
+      EXPECT_EQ(a.data, std::vector<std::uint8_t>(16, expected)) << a.event;
+    }
+  }
+  EXPECT_TRUE(read_seen && write_seen) << history->size();
+}
+
 }  // namespace
 }  // namespace backstep::core
