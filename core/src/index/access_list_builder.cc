@@ -51,13 +51,15 @@ void AccessListBuilder::Rebuild(Page& page, PageState& state) const {
   // (Rebuild runs from Add, for page last_page_number_.)
   state.complete = (history_complete_ && !Seen(last_page_number_)) ||
                    (epoch_ > 0 && last_clear_ >= segment_first_);
+  const std::uint8_t* held = page.event_data.data();
   for (const BlockRecord& block : page.blocks) {
     const std::uint8_t* block_data = page.data.data() + block.data_offset;
     EntryDecoder decoder(block_data, block_data + block.data_size, block.first_event);
     for (std::uint32_t i = 0; i < block.entry_count; ++i) {
       const AccessEntry e = decoder.Next();
-      if (epoch_ > 0 && e.event < last_clear_) continue;
       const std::uint8_t* data = e.ref ? trace_bytes_.data() + e.ref_offset : e.data;
+      if (e.event_ref) data = held, held += e.length;
+      if (epoch_ > 0 && e.event < last_clear_) continue;
       std::memcpy(state.values + e.offset, data, e.length);
       std::memset(state.known + e.offset, 1, e.length);
     }
@@ -69,6 +71,8 @@ void AccessListBuilder::TakeSnapshot(Page& page) {
     page.state = std::make_unique<PageState>();
     Rebuild(page, *page.state);
     memory_bytes_ += sizeof(PageState);
+    memory_bytes_ -= page.event_data.size();
+    page.event_data = {};
   }
   PageState& state = *page.state;
   ResetIfCleared(state);
@@ -105,7 +109,7 @@ void AccessListBuilder::OpenBlock(Page& page, std::uint64_t event) {
 void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std::uint32_t offset,
                             std::span<const std::uint8_t> data,
                             std::optional<std::uint64_t> ref_offset, std::uint64_t piece_offset,
-                            std::uint64_t access_length) {
+                            std::uint64_t access_length, const EventDataRef* event_ref) {
   // Consecutive accesses usually hit the same page: skip the lookup. Other
   // pages go through a direct-mapped cache before the hash map (its modulo
   // and node walk cost more than the rest of an append).
@@ -133,7 +137,10 @@ void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std:
   const std::uint32_t length = static_cast<std::uint32_t>(data.size());
   const bool split = piece_offset != 0 || access_length != length;
   std::uint32_t code = 0;  // extended
-  if (!split && ref_offset) {
+  if (without_data_) ref_offset.reset(), event_ref = nullptr;
+  if (event_ref) {
+    ref_offset.reset();
+  } else if (!split && ref_offset) {
     for (std::uint32_t k = 0; k < 4; ++k) {
       if (length == kRefLengths[k]) code = kMaxInlineCode + 1 + k;
     }
@@ -147,7 +154,8 @@ void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std:
   std::memcpy(p, &h, 2);
   p += 2;
   if (code == 0) {
-    PutVarint(std::uint64_t(length) << 2 | (ref_offset ? kEntryRef : 0) | (split ? kEntrySplit : 0),
+    PutVarint(std::uint64_t(length) << 3 | (ref_offset ? kEntryRef : 0) |
+                  (split ? kEntrySplit : 0) | (event_ref ? kEntryEvent : 0),
               p);
     if (split) {
       PutVarint(piece_offset, p);
@@ -158,9 +166,20 @@ void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std:
     PutVarint(ZigZag(static_cast<std::int64_t>(*ref_offset - page.last_ref)), p);
     page.last_ref = *ref_offset;
   }
+  if (event_ref) {
+    PutVarint(event_ref->write_index, p);
+    PutVarint(event_ref->reader_offset, p);
+    PutVarint(event_ref->reader_aux, p);
+    // Kept for Rebuild() (the page's first snapshot), never written; a page
+    // with a state has had its Rebuild().
+    if (!page.state) {
+      page.event_data.insert(page.event_data.end(), data.begin(), data.end());
+      memory_bytes_ += data.size();
+    }
+  }
   const std::size_t before = page.data.size();
   page.data.AppendShort(head, p - head);
-  if (!ref_offset) page.data.Append(data.data(), data.size());
+  if (!ref_offset && !event_ref && !without_data_) page.data.Append(data.data(), data.size());
   memory_bytes_ += page.data.size() - before;
   block.data_size += static_cast<std::uint32_t>(page.data.size() - before);
   block.line_mask |= LineMask(offset, length);

@@ -44,9 +44,13 @@ class AccessListBuilder {
   // `ref_offset` its offset in the trace file when it is to be referenced
   // instead of copied. `piece_offset`/`access_length` locate the piece in the
   // whole access (0 and data.size() for an access inside one page).
+  // `event_ref` (not with ref_offset): the entry references the event's
+  // write instead of holding the data (kEntryEvent); the builder still keeps
+  // the data in memory until Flush(), for the page's snapshots.
   void Add(std::uint64_t event, std::uint64_t page, std::uint32_t offset,
            std::span<const std::uint8_t> data, std::optional<std::uint64_t> ref_offset,
-           std::uint64_t piece_offset, std::uint64_t access_length);
+           std::uint64_t piece_offset, std::uint64_t access_length,
+           const EventDataRef* event_ref = nullptr);
   // All memory becomes unknown before the writes of `event`.
   void ClearMemory(std::uint64_t event);
   // The next entries belong to a segment starting at `first_event`.
@@ -57,6 +61,9 @@ class AccessListBuilder {
   // At most this many bytes of page states are carried from one segment to
   // the next (states of pages written in the last segment are kept first).
   void set_carry_budget(std::uint64_t bytes) { carry_budget_ = bytes; }
+  // Entries hold neither data nor references (kDirReadsWithoutData: the
+  // read list of a trace whose reads carry no values). Before any Add().
+  void set_without_data() { without_data_ = true; }
 
   std::uint64_t memory_bytes() const { return memory_bytes_; }
   bool empty() const { return pages_.empty(); }
@@ -82,7 +89,8 @@ class AccessListBuilder {
     std::uint64_t last_ref = 0;             // last referenced trace offset of the current block
     std::vector<SnapshotRecord> snapshots;  // data_offset relative to `snapshot_data`
     std::vector<std::uint8_t> snapshot_data;
-    std::unique_ptr<PageState> state;  // hot pages only
+    std::vector<std::uint8_t> event_data;  // event-referenced pieces' bytes, in order
+    std::unique_ptr<PageState> state;      // hot pages only
   };
 
   void OpenBlock(Page& page, std::uint64_t event);
@@ -94,6 +102,7 @@ class AccessListBuilder {
 
   std::uint32_t block_entries_, snapshot_blocks_;
   bool snapshots_;
+  bool without_data_ = false;
   std::span<const std::uint8_t> trace_bytes_;
   std::uint64_t epoch_ = 0;       // number of memory clears so far
   std::uint64_t last_clear_ = 0;  // event of the last clear (0 if none)

@@ -22,6 +22,7 @@ Status SinglePass(TraceReader& reader, const IndexIdentity& identity,
   plan.memory_budget = options.memory_budget;
   plan.block_entries = options.block_entries;
   plan.snapshot_blocks = options.snapshot_blocks;
+  plan.event_refs = static_cast<bool>(options.new_reader);
   if (options.progress) {
     plan.progress = [&](std::uint64_t done) { return options.progress("indexing", done, total); };
   }
@@ -108,7 +109,8 @@ void WriteIndexDirectory(IndexTables& tables, const TraceHeader& trace,
   dir.register_storage_size = probe.raw_storage().size();
   dir.register_known_words = probe.raw_known().size();
   dir.flags = (trace.address_kind == AddressKind::kPhysical ? kDirPhysical : 0) |
-              (tables.records_reads ? kDirRecordsReads : 0);
+              (tables.records_reads ? kDirRecordsReads : 0) |
+              (tables.records_reads && !trace.read_values ? kDirReadsWithoutData : 0);
   dir.block_entries = options.block_entries;
   dir.snapshot_blocks = options.snapshot_blocks;
   const std::uint64_t dir_offset = sink.size();

@@ -18,7 +18,7 @@ namespace backstep::core {
 inline constexpr char kIndexMagic[8] = {'B', 'S', 'I', 'N', 'D', 'E', 'X', '\n'};
 inline constexpr char kFooterMagic[8] = {'B', 'S', 'I', 'D', 'X', 'E', 'N', 'D'};
 // Bump on any change of layout or meaning; a different version is rebuilt.
-inline constexpr std::uint32_t kIndexVersion = 3;
+inline constexpr std::uint32_t kIndexVersion = 4;
 
 inline constexpr std::uint64_t kPageBits = 12;
 inline constexpr std::uint64_t kPageSize = 1u << kPageBits;
@@ -30,6 +30,10 @@ inline constexpr std::uint32_t kDefaultSnapshotBlocks = 128;
 // Accessed bytes at least this long are referenced by trace-file offset
 // (a delta of 1-3 bytes) when the reader's span lies inside the trace file.
 inline constexpr std::uint32_t kMinReferencedLength = 4;
+// Written pieces at least this long that are not in the trace file (formats
+// that decompress: usercorn) reference the event that wrote them instead of
+// being copied: the reader decodes that event again when they are read.
+inline constexpr std::uint32_t kMinEventReferencedLength = 64;
 
 template <class T>
 T LoadRecord(const std::uint8_t* p) {
@@ -83,6 +87,10 @@ struct IndexDirectory {
   std::uint64_t reserved[3];
 };
 inline constexpr std::uint64_t kDirPhysical = 1, kDirRecordsReads = 2;
+// The trace's reads carry no values (TraceHeader::read_values false): the
+// read list's entries hold no data bytes (a read's value is the memory at
+// its position, which queries compute) and decode as zeros.
+inline constexpr std::uint64_t kDirReadsWithoutData = 4;
 
 struct ThreadRecord {
   std::uint64_t tid;
@@ -146,9 +154,13 @@ struct SegmentRecord {  // everything about events [first_event, end_event)
 struct PcRecord {
   std::uint64_t pc;
   std::uint64_t count;
-  std::uint64_t skips_offset;  // ceil(count / kPostingsPerBlock) x SkipRecord
-  std::uint64_t data_offset;   // varint deltas
+  // count > kPostingsPerBlock: offset of ceil(count / kPostingsPerBlock) x
+  // SkipRecord. Otherwise the first posting: a pc executed at most one
+  // block of times (most pcs of a program) has no skip table.
+  std::uint64_t skips_offset;
+  std::uint64_t data_offset;  // varint deltas
 };
+inline bool HasSkipTable(const PcRecord& rec) { return rec.count > kPostingsPerBlock; }
 struct SkipRecord {
   std::uint64_t first_event;  // first posting of the block
   std::uint64_t data_rel;     // deltas of the block's other postings, from data_offset
@@ -212,11 +224,15 @@ inline std::uint64_t GetVarint(const std::uint8_t*& in, const std::uint8_t* end)
 //   code 1..11: `code` data bytes;
 //   code 12..15: data of 4, 8, 16, 32 bytes referenced in the trace file:
 //     zigzag varint(trace offset - previous referenced offset of the block);
-//   code 0 (extended): varint(length << 2 | kEntryRef | kEntrySplit), for
-//     kEntrySplit varint(piece offset in the access) and varint(access
-//     length), then the data or (kEntryRef) the zigzag offset delta.
-inline constexpr std::uint64_t kEntryRef = 1, kEntrySplit = 2;
-inline constexpr std::uint64_t kMaxEntryBytes = 2 + 5 * 10;  // without data
+//   code 0 (extended): varint(length << 3 | kEntryRef | kEntrySplit |
+//     kEntryEvent), for kEntrySplit varint(piece offset in the access) and
+//     varint(access length), then the data, or (kEntryRef) the zigzag
+//     offset delta, or (kEntryEvent) varint(index of the access in the
+//     event's writes), varint(ReaderPosition::offset), varint(ReaderPosition
+//     ::aux) of the event: the piece is bytes [piece offset, + length) of
+//     that write, decoded again from the trace (EventDataRef).
+inline constexpr std::uint64_t kEntryRef = 1, kEntrySplit = 2, kEntryEvent = 4;
+inline constexpr std::uint64_t kMaxEntryBytes = 2 + 7 * 10;  // without data
 inline constexpr std::uint32_t kMaxInlineCode = 11;
 inline constexpr std::uint32_t kRefLengths[4] = {4, 8, 16, 32};
 
@@ -227,6 +243,17 @@ inline std::int64_t UnZigZag(std::uint64_t v) {
   return static_cast<std::int64_t>(v >> 1) ^ -static_cast<std::int64_t>(v & 1);
 }
 
+// Where the data of an event-referenced piece is: write `write_index` of
+// the event a reader decodes next after Seek({reader_offset, reader_aux}).
+struct EventDataRef {
+  std::uint64_t write_index = 0;
+  std::uint64_t reader_offset = 0;
+  std::uint64_t reader_aux = 0;
+};
+
+// What entries without data (kDirReadsWithoutData) hand out.
+inline constexpr std::uint8_t kNoDataBytes[kPageSize] = {};
+
 struct AccessEntry {
   std::uint64_t event = 0;
   std::uint32_t offset = 0;  // in the page
@@ -234,8 +261,10 @@ struct AccessEntry {
   bool ref = false;
   std::uint64_t piece_offset = 0;      // offset of this piece in the whole access
   std::uint64_t access_length = 0;     // length of the whole access
-  const std::uint8_t* data = nullptr;  // inline bytes (null when ref)
+  const std::uint8_t* data = nullptr;  // inline bytes (null when ref or event_ref)
   std::uint64_t ref_offset = 0;        // trace-file offset when ref
+  bool event_ref = false;              // the data is the event's (`source`)
+  EventDataRef source;
 };
 
 // Decodes the entries of one block, [in, end), in order. Every entry it
@@ -243,11 +272,14 @@ struct AccessEntry {
 // its access (piece_offset + length <= access_length) and has its inline
 // data inside the block; an entry that would not (only in a damaged or
 // crafted file: the builder never writes one) is returned empty (length 0)
-// and so are all after it.
+// and so are all after it. `without_data`: the block's entries that are not
+// references hold no data bytes (kDirReadsWithoutData); their data is
+// kNoDataBytes.
 class EntryDecoder {
  public:
-  EntryDecoder(const std::uint8_t* in, const std::uint8_t* end, std::uint64_t first_event)
-      : in_(in), end_(end), event_(first_event) {}
+  EntryDecoder(const std::uint8_t* in, const std::uint8_t* end, std::uint64_t first_event,
+               bool without_data = false)
+      : in_(in), end_(end), event_(first_event), without_data_(without_data) {}
   AccessEntry Next() {
     AccessEntry e;
     e.event = event_ += GetVarint(in_, end_);
@@ -258,9 +290,10 @@ class EntryDecoder {
     const std::uint32_t code = head >> 12;
     if (code == 0) {
       const std::uint64_t x = GetVarint(in_, end_);
-      if ((x >> 2) > kPageSize) return Broken(e);
-      e.length = static_cast<std::uint32_t>(x >> 2);
+      if ((x >> 3) > kPageSize || ((x & kEntryRef) && (x & kEntryEvent))) return Broken(e);
+      e.length = static_cast<std::uint32_t>(x >> 3);
       e.ref = x & kEntryRef;
+      e.event_ref = x & kEntryEvent;
       if (x & kEntrySplit) {
         e.piece_offset = GetVarint(in_, end_);
         e.access_length = GetVarint(in_, end_);
@@ -278,6 +311,12 @@ class EntryDecoder {
     }
     if (e.ref) {
       e.ref_offset = ref_ += static_cast<std::uint64_t>(UnZigZag(GetVarint(in_, end_)));
+    } else if (e.event_ref) {
+      e.source.write_index = GetVarint(in_, end_);
+      e.source.reader_offset = GetVarint(in_, end_);
+      e.source.reader_aux = GetVarint(in_, end_);
+    } else if (without_data_) {
+      e.data = kNoDataBytes;
     } else {
       if (static_cast<std::uint64_t>(end_ - in_) < e.length) return Broken(e);
       e.data = in_;
@@ -292,6 +331,7 @@ class EntryDecoder {
     e.offset = 0;  // overlaps nothing
     e.length = 0;
     e.ref = false;
+    e.event_ref = false;
     e.data = in_;
     e.piece_offset = 0;
     e.access_length = 0;
@@ -302,6 +342,7 @@ class EntryDecoder {
   const std::uint8_t* end_;
   std::uint64_t event_;
   std::uint64_t ref_ = 0;
+  bool without_data_;
 };
 
 // Line mask of bytes [offset, offset + length) of a page.

@@ -59,7 +59,7 @@ Status InferenceMerge::RewriteList(std::span<const std::uint8_t> body, std::uint
       EntryDecoder decoder(data, data + block.data_size, block.first_event);
       for (std::uint32_t j = 0; j < block.entry_count; ++j) {
         const AccessEntry e = decoder.Next();
-        if (e.offset + std::uint64_t{e.length} > kPageSize ||
+        if (e.offset + std::uint64_t{e.length} > kPageSize || e.event_ref ||
             (e.ref && (e.ref_offset > trace.size() || e.length > trace.size() - e.ref_offset))) {
           return OutOfPart("an inferred entry", block.data_offset);
         }

@@ -40,8 +40,6 @@ bool Overlaps(const AccessEntry& e, std::uint32_t o1, std::uint32_t o2) {
   return e.offset < o2 && o1 < e.offset + e.length;
 }
 
-constexpr std::uint8_t kZeros[kPageSize] = {};
-
 // Page number of PageRecord i of a list's sorted page array.
 std::uint64_t PageAt(const std::uint8_t* base, std::uint64_t i) {
   return LoadRecord<std::uint64_t>(base + i * sizeof(PageRecord));
@@ -91,20 +89,11 @@ std::vector<std::uint64_t> TraceIndex::ListedPages(AccessListKind list, std::uin
   return pages;
 }
 
-EntryDecoder TraceIndex::BlockDecoder(const BlockRecord& block) const {
+EntryDecoder TraceIndex::BlockDecoder(const BlockRecord& block, AccessListKind list) const {
   // Parse checked that the block's data lies in the file.
   const std::uint8_t* data = bytes_.data() + block.data_offset;
-  return EntryDecoder(data, data + block.data_size, block.first_event);
-}
-
-const std::uint8_t* TraceIndex::EntryData(const AccessEntry& e) const {
-  if (!e.ref) return e.data;
-  // The identity check makes this the file the index was built from; stay
-  // in bounds anyway.
-  if (e.ref_offset > trace_bytes_.size() || e.length > trace_bytes_.size() - e.ref_offset) {
-    return kZeros;
-  }
-  return trace_bytes_.data() + e.ref_offset;
+  return EntryDecoder(data, data + block.data_size, block.first_event,
+                      list == kReadList && (dir_.flags & kDirReadsWithoutData));
 }
 
 Expected<std::optional<AccessHit>> TraceIndex::NextAccess(
@@ -128,11 +117,11 @@ Expected<std::optional<AccessHit>> TraceIndex::NextAccess(
       }
       const BlockRecord block = blocks.at(b);
       if (!(block.line_mask & mask)) continue;
-      EntryDecoder decoder = BlockDecoder(block);
+      EntryDecoder decoder = BlockDecoder(block, list);
       for (std::uint32_t j = 0; j < block.entry_count; ++j) {
         const AccessEntry e = decoder.Next();
         if (e.event >= from && Overlaps(e, o1, o2)) {
-          return std::optional<AccessHit>(AccessHit{e, page, EntryData(e)});
+          return std::optional<AccessHit>(Hit(e, page));
         }
       }
     }
@@ -163,14 +152,14 @@ Expected<std::optional<AccessHit>> TraceIndex::PrevAccess(
       }
       const BlockRecord block = blocks.at(b);
       if (!(block.line_mask & mask)) continue;
-      EntryDecoder decoder = BlockDecoder(block);
-      std::optional<AccessHit> best;
+      EntryDecoder decoder = BlockDecoder(block, list);
+      std::optional<AccessEntry> best;  // its data is fetched once, at the end
       for (std::uint32_t j = 0; j < block.entry_count; ++j) {
         const AccessEntry e = decoder.Next();
         if (e.event >= before) break;
-        if (Overlaps(e, o1, o2)) best = AccessHit{e, page, EntryData(e)};
+        if (Overlaps(e, o1, o2)) best = e;
       }
-      if (best) return best;
+      if (best) return std::optional<AccessHit>(Hit(*best, page));
     }
   }
   return std::optional<AccessHit>();
@@ -195,12 +184,12 @@ void TraceIndex::ScanAccesses(AccessListKind list, Address lo, Address hi, std::
       const BlockRecord block = blocks.at(b);
       if (block.first_event >= to) return;
       if (!(block.line_mask & mask)) continue;
-      EntryDecoder decoder = BlockDecoder(block);
+      EntryDecoder decoder = BlockDecoder(block, list);
       for (std::uint32_t j = 0; j < block.entry_count; ++j) {
         const AccessEntry e = decoder.Next();
         if (e.event >= to) return;
         if (e.event < from || !Overlaps(e, o1, o2)) continue;
-        if (!fn(AccessHit{e, page, EntryData(e)})) return;
+        if (!fn(Hit(e, page))) return;
       }
     }
   }
@@ -217,12 +206,12 @@ std::optional<AccessHit> TraceIndex::FindPiece(AccessListKind list, std::uint64_
   for (b = b > 0 ? b - 1 : 0; b < blocks.count; ++b) {
     const BlockRecord block = blocks.at(b);
     if (block.first_event > event) break;
-    EntryDecoder decoder = BlockDecoder(block);
+    EntryDecoder decoder = BlockDecoder(block, list);
     for (std::uint32_t j = 0; j < block.entry_count; ++j) {
       const AccessEntry e = decoder.Next();
       if (e.event > event) return std::nullopt;
       if (e.event == event && e.piece_offset == piece_offset) {
-        return AccessHit{e, page, EntryData(e)};
+        return Hit(e, page);
       }
     }
   }
@@ -241,8 +230,8 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
   // The asked part of an entry: bytes [a, z) of the page, data[i - offset]
   // for byte i.
   struct Piece {
-    const std::uint8_t* data;
-    std::uint32_t offset, a, z;
+    const std::uint8_t* data;  // null: event_entries[event_entry]'s, decoded when needed
+    std::uint32_t offset, a, z, event_entry;
   };
   // A block's matching pieces, to walk them newest first (blocks of the
   // default 64 entries fit; larger tunings use the vector).
@@ -267,6 +256,10 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
     }
     claimed = 0;
   };
+  // Event-referenced entries of the current block (their Piece has no data
+  // and names one of them) and the bytes of the one being copied.
+  std::vector<AccessEntry> event_entries;
+  std::vector<std::uint8_t> buffer;
   for (std::uint64_t s = SegmentIndexOf(p - 1) + 1; remaining > 0 && s-- > 0;) {
     const SegmentRecord seg = segment(s);
     if (seg.end_event <= lower) break;
@@ -315,9 +308,26 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
     // entries' data, then copies a batch of claims at a time, so that the
     // misses overlap instead of following one another. A claimed byte's
     // claimer is the newest entry covering it (bytes only go from unknown
-    // to claimed), and claims are copied newest first.
+    // to claimed), and claims are copied newest first. An event-referenced
+    // entry's bytes are decoded from the trace only when it decides a byte,
+    // and copied at once (the bytes it decides are unknown, not claimed).
     auto claim = [&](const Piece& piece) {
       const std::uint32_t a = piece.a, z = piece.z;
+      if (!piece.data) {
+        bool any = false;
+        for (std::uint32_t i = a; i < z && !any; ++i) any = !known[i - o1];
+        if (!any) return;
+        const AccessEntry& e = event_entries[piece.event_entry];
+        const std::uint8_t* data = EntryData(e, buffer);
+        for (std::uint32_t i = a; i < z; ++i) {
+          if (!known[i - o1]) {
+            values[i - o1] = data[i - e.offset];
+            known[i - o1] = 1;
+            --remaining;
+          }
+        }
+        return;
+      }
       if (claimed == kClaimBatch) copy_claims();
       // Branch-free: whether a byte is known is data the predictor cannot learn.
       std::uint32_t newly = 0;
@@ -340,18 +350,24 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
     for (std::uint64_t b = end; remaining > 0 && b-- > start;) {
       const BlockRecord block = blocks.at(b);
       if (!(block.line_mask & mask)) continue;
-      EntryDecoder decoder = BlockDecoder(block);
+      EntryDecoder decoder = BlockDecoder(block, kWriteList);
       if (block.entry_count > kBlockBuffer && block.entry_count > big_block.size()) {
         big_block.resize(block.entry_count);
       }
       Piece* entries = block.entry_count <= kBlockBuffer ? small_block : big_block.data();
       std::uint32_t count = 0;
+      event_entries.clear();
       for (std::uint32_t j = 0; j < block.entry_count; ++j) {
         const AccessEntry e = decoder.Next();
         if (e.event >= p) break;
         if (e.event >= lower && Overlaps(e, o1, o2)) {
-          entries[count++] = {EntryData(e), e.offset, std::max(o1, e.offset),
-                              std::min(o2, e.offset + e.length)};
+          // Data in the index, the trace or kZeros: EntryData leaves
+          // `buffer` alone for those.
+          const std::uint8_t* data = e.event_ref ? nullptr : EntryData(e, buffer);
+          const auto event_entry = static_cast<std::uint32_t>(event_entries.size());
+          if (e.event_ref) event_entries.push_back(e);
+          entries[count++] = {data, e.offset, std::max(o1, e.offset),
+                              std::min(o2, e.offset + e.length), event_entry};
         }
       }
       for (std::uint32_t k = count; remaining > 0 && k-- > 0;) claim(entries[k]);
@@ -394,6 +410,7 @@ void TraceIndex::InferredState(Address lo, Address hi, std::uint64_t first, std:
   const auto o1 = static_cast<std::uint32_t>(lo & (kPageSize - 1));
   const auto o2 = static_cast<std::uint32_t>(o1 + (hi - lo));
   const std::uint64_t mask = LineMask(o1, o2 - o1);
+  std::vector<std::uint8_t> buffer;
   for (std::uint64_t s = SegmentIndexOf(first); s < dir_.segment_count; ++s) {
     const SegmentRecord seg = segment(s);
     if (seg.first_event > last) return;
@@ -406,12 +423,12 @@ void TraceIndex::InferredState(Address lo, Address hi, std::uint64_t first, std:
       const BlockRecord block = blocks.at(b);
       if (block.first_event > last) return;
       if (!(block.line_mask & mask)) continue;
-      EntryDecoder decoder = BlockDecoder(block);
+      EntryDecoder decoder = BlockDecoder(block, kInferredList);
       for (std::uint32_t j = 0; j < block.entry_count; ++j) {
         const AccessEntry e = decoder.Next();
         if (e.event > last) return;
         if (e.event < first || !Overlaps(e, o1, o2)) continue;
-        const std::uint8_t* data = EntryData(e);
+        const std::uint8_t* data = EntryData(e, buffer);
         const std::uint32_t a = std::max(o1, e.offset), z = std::min(o2, e.offset + e.length);
         for (std::uint32_t i = a; i < z; ++i) {
           if (!known[i - o1]) {

@@ -45,6 +45,7 @@ std::string SetUp(TraceReader& reader, const IndexIdentity& identity,
     plan.memory_budget = std::max<std::uint64_t>(options.memory_budget / n, 1);
     plan.block_entries = options.block_entries;
     plan.snapshot_blocks = options.snapshot_blocks;
+    plan.event_refs = true;  // options.new_reader is set: it makes the parts' readers
     if (i == 0) {
       part->reader = &reader;
     } else {

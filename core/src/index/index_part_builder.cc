@@ -53,8 +53,9 @@ class IndexPartBuilder {
   std::size_t ThreadIndex(ThreadId tid, std::uint64_t event);
   void Keyframe();
   void IndexEvent(const Event& e, std::uint64_t event);
+  // `write_index`: the access's index in the event's writes (for reads: 0).
   void AddAccess(AccessListBuilder& list, std::uint64_t event, const MemoryAccess& access,
-                 bool is_read);
+                 bool is_read, std::size_t write_index = 0);
   std::optional<std::uint64_t> RefOffset(const std::uint8_t* data, std::size_t length) const;
   std::uint64_t Pc(const RegisterFile& regs) const;
   void StartSegment(std::uint64_t first);
@@ -89,6 +90,7 @@ class IndexPartBuilder {
   bool has_last_ = false;  // last_tid_ / last_index_: the previous event's thread
   std::uint64_t last_tid_ = 0;
   std::size_t last_index_ = 0;
+  ReaderPosition event_position_;  // of the current event (plan_.event_refs)
   std::vector<std::uint16_t> scratch_ids_;
   std::vector<std::uint8_t> scratch_known_, scratch_values_;
 };
@@ -196,7 +198,8 @@ std::optional<std::uint64_t> IndexPartBuilder::RefOffset(const std::uint8_t* dat
 // Splits an access at page boundaries into `list` (and, for reads, feeds
 // the inference tracker).
 void IndexPartBuilder::AddAccess(AccessListBuilder& list, std::uint64_t event,
-                                 const MemoryAccess& access, bool is_read) {
+                                 const MemoryAccess& access, bool is_read,
+                                 std::size_t write_index) {
   const std::uint64_t total = access.data.size();
   for (std::uint64_t done = 0; done < total;) {
     const Address a = access.address + done;
@@ -204,7 +207,13 @@ void IndexPartBuilder::AddAccess(AccessListBuilder& list, std::uint64_t event,
     const std::uint32_t offset = static_cast<std::uint32_t>(a & (kPageSize - 1));
     const std::uint64_t n = std::min<std::uint64_t>(total - done, kPageSize - offset);
     auto piece = access.data.subspan(done, n);
-    list.Add(event, page, offset, piece, RefOffset(piece.data(), n), done, total);
+    const std::optional<std::uint64_t> ref = RefOffset(piece.data(), n);
+    if (!ref && !is_read && plan_.event_refs && n >= kMinEventReferencedLength) {
+      const EventDataRef source{write_index, event_position_.offset, event_position_.aux};
+      list.Add(event, page, offset, piece, std::nullopt, done, total, &source);
+    } else {
+      list.Add(event, page, offset, piece, ref, done, total);
+    }
     if (infers_values_) {
       if (is_read) {
         tracker_.Read(page, offset, static_cast<std::uint32_t>(n),
@@ -245,7 +254,8 @@ void IndexPartBuilder::IndexEvent(const Event& e, std::uint64_t event) {
   }
   for (const RegisterWrite& w : e.registers) t.regs.Apply(w);
   if (!e.registers.empty()) t.dirty = true;
-  for (const MemoryAccess& w : e.writes) AddAccess(writes_, event, w, false);
+  for (std::size_t i = 0; i < e.writes.size(); ++i)
+    AddAccess(writes_, event, e.writes[i], false, i);
 }
 
 // A pass from event 0 knows every page's history (parts that start later
@@ -291,6 +301,7 @@ void IndexPartBuilder::Finish(std::uint64_t events, IndexTables* out) {
 Status IndexPartBuilder::Run(IndexTables* out) {
   records_reads_ = reader_.header().records_reads;
   infers_values_ = records_reads_ && reader_.header().read_values;
+  if (records_reads_ && !reader_.header().read_values) reads_.set_without_data();
   const std::uint64_t interval = plan_.keyframe_interval;
   for (auto& [tid, regs] : plan_.seed) {
     const std::size_t i = ThreadIndex(tid, kNoEvent);
@@ -313,6 +324,7 @@ Status IndexPartBuilder::Run(IndexTables* out) {
       Keyframe();
       next_keyframe += interval;
     }
+    if (plan_.event_refs) event_position_ = reader_.Tell();
     Expected<bool> more = reader_.Next(&event);
     if (!more.ok()) {
       return more.status().Annotate("indexing " + reader_.source().name() + " at event " +

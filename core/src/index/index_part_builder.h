@@ -71,6 +71,10 @@ struct IndexPartPlan {
   std::uint64_t memory_budget = std::uint64_t(256) << 20;
   std::uint32_t block_entries = kDefaultBlockEntries;
   std::uint32_t snapshot_blocks = kDefaultSnapshotBlocks;
+  // Written pieces that are not in the trace file reference their event
+  // (kEntryEvent) when they are long: set when the index's user can open
+  // readers to decode them again (IndexBuildOptions::new_reader).
+  bool event_refs = false;
   // Called every 2^16 events with the global number of events done;
   // returning false cancels the part (Interrupted).
   std::function<bool(std::uint64_t events_done)> progress;

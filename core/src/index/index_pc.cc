@@ -30,13 +30,15 @@ struct PcTable {
 
 }  // namespace
 
+SkipRecord TraceIndex::SkipAt(const PcRecord& rec, std::uint64_t i) const {
+  if (!HasSkipTable(rec)) return {rec.skips_offset, 0};
+  return Rec<SkipRecord>(bytes_.data() + rec.skips_offset, i);
+}
+
 std::optional<std::uint64_t> TraceIndex::PostingAtOrAfter(const PcRecord& rec,
                                                           std::uint64_t from) const {
   const std::uint64_t blocks = (rec.count + kPostingsPerBlock - 1) / kPostingsPerBlock;
-  const std::uint8_t* skips = bytes_.data() + rec.skips_offset;
-  auto skip = [&](std::uint64_t i) {
-    return LoadRecord<SkipRecord>(skips + i * sizeof(SkipRecord));
-  };
+  auto skip = [&](std::uint64_t i) { return SkipAt(rec, i); };
   std::uint64_t lo = 0, hi = blocks;  // first block starting after `from`
   while (lo < hi) {
     const std::uint64_t mid = lo + (hi - lo) / 2;
@@ -65,10 +67,7 @@ std::optional<std::uint64_t> TraceIndex::PostingAtOrAfter(const PcRecord& rec,
 std::optional<std::uint64_t> TraceIndex::PostingBefore(const PcRecord& rec,
                                                        std::uint64_t before) const {
   const std::uint64_t blocks = (rec.count + kPostingsPerBlock - 1) / kPostingsPerBlock;
-  const std::uint8_t* skips = bytes_.data() + rec.skips_offset;
-  auto skip = [&](std::uint64_t i) {
-    return LoadRecord<SkipRecord>(skips + i * sizeof(SkipRecord));
-  };
+  auto skip = [&](std::uint64_t i) { return SkipAt(rec, i); };
   std::uint64_t lo = 0, hi = blocks;  // number of blocks starting before `before`
   while (lo < hi) {
     const std::uint64_t mid = lo + (hi - lo) / 2;
@@ -146,10 +145,7 @@ std::optional<std::uint64_t> TraceIndex::NextPcInRange(Address lo, Address hi,
 
 std::uint64_t TraceIndex::PostingRank(const PcRecord& rec, std::uint64_t before) const {
   const std::uint64_t blocks = (rec.count + kPostingsPerBlock - 1) / kPostingsPerBlock;
-  const std::uint8_t* skips = bytes_.data() + rec.skips_offset;
-  auto skip = [&](std::uint64_t i) {
-    return LoadRecord<SkipRecord>(skips + i * sizeof(SkipRecord));
-  };
+  auto skip = [&](std::uint64_t i) { return SkipAt(rec, i); };
   std::uint64_t lo = 0, hi = blocks;  // number of blocks starting before `before`
   while (lo < hi) {
     const std::uint64_t mid = lo + (hi - lo) / 2;

@@ -177,10 +177,12 @@ std::string CacheIndexPath(const std::string& trace_path, const std::string& cac
   return dir + "/" + abs.filename().string() + "-" + HexPadded(h, 16).substr(2) + ".bsidx";
 }
 
-Expected<OpenedIndex> OpenOrBuildIndex(TraceReader& reader,
-                                       std::span<const std::uint8_t> trace_bytes,
-                                       const std::string& trace_path, const OpenOptions& options,
-                                       const ReaderFactory& more_readers) {
+// OpenOrBuildIndex without the reader factory set on the index.
+static Expected<OpenedIndex> FindOrBuildIndex(TraceReader& reader,
+                                              std::span<const std::uint8_t> trace_bytes,
+                                              const std::string& trace_path,
+                                              const OpenOptions& options,
+                                              const ReaderFactory& more_readers) {
   const std::uint64_t interval =
       options.keyframe_interval ? options.keyframe_interval : kDefaultKeyframeInterval;
   BACKSTEP_ASSIGN_OR_RETURN(IndexIdentity identity, IdentityOf(reader, trace_path, interval));
@@ -259,6 +261,17 @@ Expected<OpenedIndex> OpenOrBuildIndex(TraceReader& reader,
   }
   IndexStatus st{destination, false, why, built.index->size_bytes(), report.parts, report.note};
   return OpenedIndex{std::move(built.index), st};
+}
+
+Expected<OpenedIndex> OpenOrBuildIndex(TraceReader& reader,
+                                       std::span<const std::uint8_t> trace_bytes,
+                                       const std::string& trace_path, const OpenOptions& options,
+                                       const ReaderFactory& more_readers) {
+  BACKSTEP_ASSIGN_OR_RETURN(
+      OpenedIndex opened, FindOrBuildIndex(reader, trace_bytes, trace_path, options, more_readers));
+  // Event-referenced entries (built only with more_readers) decode with it.
+  if (more_readers) opened.index->set_reader_factory(more_readers);
+  return opened;
 }
 
 }  // namespace backstep::core

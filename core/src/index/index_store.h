@@ -43,7 +43,9 @@ struct OpenedIndex {
 // `reader` must be at its first event; building consumes it. `trace_bytes`
 // (the trace file's bytes, alive as long as the index) resolves data the
 // index references in the trace. `more_readers` (may be empty) makes the
-// extra readers of a parallel build.
+// extra readers of a parallel build and the reader that decodes long writes
+// the index references by event (TraceIndex::set_reader_factory); without
+// it such writes are copied into the index.
 Expected<OpenedIndex> OpenOrBuildIndex(TraceReader& reader,
                                        std::span<const std::uint8_t> trace_bytes,
                                        const std::string& trace_path, const OpenOptions& options,

@@ -48,12 +48,13 @@ Status TraceIndex::CheckSegmentData(std::uint64_t s) const {
   for (std::uint64_t i = 0; i < seg.pc_count; ++i) {
     const auto rec = Rec<PcRecord>(bytes_.data() + seg.pcs_offset, i);
     const std::uint64_t blocks = rec.count / kPostingsPerBlock + 1;
-    if (rec.count == 0 || !InFile(rec.skips_offset, blocks, sizeof(SkipRecord)) ||
+    if (rec.count == 0 ||
+        (HasSkipTable(rec) && !InFile(rec.skips_offset, blocks, sizeof(SkipRecord))) ||
         !InFile(rec.data_offset, 0, 0)) {
       return corrupt("bad pc record " + std::to_string(i));
     }
     for (std::uint64_t b = 0; b * kPostingsPerBlock < rec.count; ++b) {
-      const auto skip = Rec<SkipRecord>(bytes_.data() + rec.skips_offset, b);
+      const SkipRecord skip = SkipAt(rec, b);
       if (skip.data_rel > bytes_.size() || !InFile(rec.data_offset + skip.data_rel, 0, 0)) {
         return corrupt("bad postings of pc " + HexU64(rec.pc));
       }

@@ -37,11 +37,13 @@ std::pair<std::uint64_t, std::uint64_t> PcIndexBuilder::Flush(IndexSink& sink) {
   records.reserve(order.size());
   for (std::uint64_t pc : order) {
     Postings& p = pcs_.at(pc);
-    PcRecord rec{pc, p.count, 0, sink.size()};
+    PcRecord rec{pc, p.count, p.skips.front().first_event, sink.size()};
     sink.Write(p.data.bytes());
     sink.Pad8();
-    rec.skips_offset = sink.size();
-    sink.WriteRecords<SkipRecord>(p.skips);
+    if (HasSkipTable(rec)) {
+      rec.skips_offset = sink.size();
+      sink.WriteRecords<SkipRecord>(p.skips);
+    }
     records.push_back(rec);
     p = Postings();
   }

@@ -30,6 +30,7 @@
 
 #include "backstep/core/byte_source.h"
 #include "backstep/core/expected.h"
+#include "backstep/core/open_options.h"
 #include "backstep/core/register_file.h"
 #include "backstep/core/trace_reader.h"
 #include "backstep/core/types.h"
@@ -53,7 +54,9 @@ std::string ValidateIndex(
 struct AccessHit {
   AccessEntry entry;
   std::uint64_t page = 0;
-  const std::uint8_t* data = nullptr;  // entry.length bytes (inline or in the trace)
+  const std::uint8_t* data = nullptr;  // entry.length bytes (inline, in the trace, or owned)
+  // The bytes of an event-referenced entry, decoded again (kEntryEvent).
+  std::shared_ptr<const std::vector<std::uint8_t>> owned;
   Address address() const { return (page << kPageBits) + entry.offset; }
 };
 
@@ -64,6 +67,12 @@ class TraceIndex {
   static Expected<std::unique_ptr<TraceIndex>> Open(std::shared_ptr<const void> owner,
                                                     std::span<const std::uint8_t> bytes,
                                                     std::span<const std::uint8_t> trace_bytes);
+
+  // Opens the reader that decodes event-referenced entries (kEntryEvent:
+  // long writes of formats that decompress) again. Without one, or where
+  // the event does not decode (a crafted index), their bytes read as zero.
+  // Call before the index is shared between threads.
+  void set_reader_factory(ReaderFactory make_reader);
 
   std::uint64_t size_bytes() const { return bytes_.size(); }
   // No recorded access is longer than the data the index and the trace
@@ -186,13 +195,21 @@ class TraceIndex {
   void RestoreRecord(std::uint64_t offset, RegisterFile& file) const;
   std::optional<PageRecord> FindPage(const SegmentRecord& seg, AccessListKind list,
                                      std::uint64_t page) const;
-  const std::uint8_t* EntryData(const AccessEntry& e) const;
+  // An entry's bytes: inline, in the trace, or decoded into `buffer`
+  // (index_event_data.cc). Hit(): the same, held by the hit.
+  const std::uint8_t* EntryData(const AccessEntry& e, std::vector<std::uint8_t>& buffer) const;
+  AccessHit Hit(const AccessEntry& e, std::uint64_t page) const;
+  // Bytes [piece_offset, + length) of the write an event_ref entry names.
+  void EventData(const AccessEntry& e, std::uint8_t* out) const;
+  struct EventDataCache;
   // The decoder of a block's entries, bounded by its data.
-  EntryDecoder BlockDecoder(const BlockRecord& block) const;
+  EntryDecoder BlockDecoder(const BlockRecord& block, AccessListKind list) const;
   std::optional<std::uint64_t> NextPcInSegment(const SegmentRecord& seg, Address pc,
                                                std::uint64_t from) const;
   std::optional<std::uint64_t> PrevPcInSegment(const SegmentRecord& seg, Address pc,
                                                std::uint64_t before) const;
+  // Skip record i of `rec` (the first posting alone when it has no table).
+  SkipRecord SkipAt(const PcRecord& rec, std::uint64_t i) const;
   std::optional<std::uint64_t> PostingAtOrAfter(const PcRecord& rec, std::uint64_t from) const;
   std::optional<std::uint64_t> PostingBefore(const PcRecord& rec, std::uint64_t before) const;
   // Number of postings of `rec` below `before`.
@@ -206,6 +223,7 @@ class TraceIndex {
   const std::uint8_t *memory_clears_ = nullptr, *register_clears_ = nullptr;
   const std::uint8_t* segments_ = nullptr;
   std::vector<std::pair<std::uint64_t, std::size_t>> thread_ids_;  // sorted (tid, index)
+  std::shared_ptr<EventDataCache> event_data_;                     // set_reader_factory()
 };
 
 }  // namespace backstep::core
