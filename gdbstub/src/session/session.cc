@@ -154,8 +154,10 @@ StopReplyOptions Session::stop_reply_options() const {
   const Negotiated& n = state_.negotiated;
   // LLDB (the only client that sends QThreadSuffixSupported) numbers
   // signals as the target does; gdb has numbers of its own.
-  return StopReplyOptions{n.multiprocess, n.swbreak, n.hwbreak, n.list_threads_in_stop_reply,
-                          n.thread_suffix};
+  StopReplyOptions options{n.multiprocess, n.swbreak, n.hwbreak, n.list_threads_in_stop_reply,
+                           n.thread_suffix};
+  options.exec_events = n.exec_events;
+  return options;
 }
 
 std::span<std::uint8_t> Session::Scratch(std::size_t size) {
