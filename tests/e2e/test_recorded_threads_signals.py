@@ -323,7 +323,8 @@ class Execs(unittest.TestCase):
                             "-ex", "continue", "-ex", "print n"], check=False)
         parent, child = re.escape(self.parent), re.escape(self.child)
         # At the start and back there: execs's symbols (its _start).
-        util.expect(self, r"^_start in section \.text$", out, count=2)
+        util.expect(self, r"^_start in section \.text(?: of (?:target:)?%s)?$" % parent, out,
+                    count=2)
         # The exec, forward twice and backward once.
         util.expect(self, r"is executing new program: %s$" % child, out, count=2)
         util.expect(self, r"is executing new program: %s$" % parent, out, count=1)
