@@ -284,8 +284,8 @@ class Execs(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.env = util.Env.from_argv()
-        cls.parent = os.path.join(PROGRAMS, "execs_O0_static")
-        cls.child = os.path.join(PROGRAMS, "loop_O0_pie")
+        cls.parent = os.path.abspath(os.path.join(PROGRAMS, "execs_O0_static"))
+        cls.child = os.path.abspath(os.path.join(PROGRAMS, "loop_O0_pie"))
         untraced = subprocess.run([cls.parent, cls.child], stdout=subprocess.PIPE, text=True,
                                   timeout=util.STEP_TIMEOUT)
         cls.untraced = (untraced.stdout, untraced.returncode)
@@ -315,7 +315,8 @@ class Execs(unittest.TestCase):
                             "-ex", "target remote " + server.address(),
                             "-ex", "info symbol $pc",
                             "-ex", "break accumulate", "-ex", "continue",
-                            "-ex", "print n", "-ex", "continue", "-ex", "print n",
+                            "-ex", "print n", "-ex", "info proc exe",
+                            "-ex", "info sharedlibrary", "-ex", "continue", "-ex", "print n",
                             "-ex", "print counter",
                             "-ex", "reverse-continue", "-ex", "print n",
                             "-ex", "reverse-stepi", "-ex", "info symbol $pc",
@@ -333,6 +334,9 @@ class Execs(unittest.TestCase):
         self.assertEqual(stops, ["100", "101", "100", "100"], out)
         values = re.findall(r"^\$\d+ = (\d+)$", out, re.M)
         self.assertEqual(values, ["100", "101", "100", "100", "100"], out)
+        # In loop: its executable (/proc/PID/exe) and its libraries.
+        util.expect(self, r"^exe = '%s'$" % child, out)
+        util.expect(self, r"^0x[0-9a-f]+\s+0x[0-9a-f]+\s+Yes\s+\S*/libc\.so\.6$", out)
         # One instruction back: in accumulate's prologue, with loop's symbols.
         util.expect(self, r"^accumulate \+ \d+ in section \.text of (?:target:)?%s$" % child,
                     out)

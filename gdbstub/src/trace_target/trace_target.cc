@@ -76,7 +76,12 @@ TraceTarget::TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOp
       trace_, mappings_.get(),
       ProcessFiles::Process{pid(), options_.exe_path, options_.sysroot, options_.auxv},
       ProcessFiles::Now{[this] { return served_.view().position(); },
-                        [this] { return served_.threads(); }});
+                        [this] { return served_.threads(); },
+                        [this] { return std::string(exec_file()); },
+                        [this] {
+                          const std::span<const std::uint8_t> now = auxv();
+                          return std::vector<std::uint8_t>(now.begin(), now.end());
+                        }});
 }
 
 // ---- Registers
