@@ -44,8 +44,11 @@
 // child continues the same trace: the child's memory and registers are the
 // parent's, the system call returns 0.
 //
-// Refused (Unsupported, the trace ends before the instruction): execve
-// (UCIR holds one executable), int3, the main thread's exit while others
+// execve: the recording goes on in the new image (RecordingSink::OnExec,
+// ptrace_exec.cc); CPUID faulting, which exec clears, is set up again.
+//
+// Refused (Unsupported, the trace ends before the instruction): execve in
+// a multi-threaded program, int3, the main thread's exit while others
 // run, following a child of a multi-threaded program, a signal arriving
 // during another signal's delivery.
 // Signals it does not handle are recorded as a delivery without effects

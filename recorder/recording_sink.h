@@ -14,6 +14,9 @@
 //       memory it wrote (contents after it) and the memory it read;
 //     - OnSyscall right after the OnInstruction of a `syscall`: the
 //       kernel's side effects (mappings, memory, registers).
+//     - OnExec right after the OnInstruction of a `syscall` that replaced
+//       the image (execve): the new image as OnStart gives it, and the
+//       mappings of the old one that went away.
 //   OnThreadSwitch / OnThreadStart between them when the program has
 //            several threads (one runs at a time).
 //   Finish   once (exit, Ctrl-C, --max-insns, error): completes the file.
@@ -101,6 +104,18 @@ struct SyscallRecord {
   std::span<const core::RegisterWrite> registers;  // changed by the kernel
 };
 
+// A successful execve (the process stays, its image is replaced): the new
+// image, as StartInfo describes the first one.
+struct ExecRecord {
+  std::uint32_t syscall = 0;                       // 59 execve, 322 execveat
+  std::string executable;                          // /proc/PID/exe after the exec
+  std::span<const Mapping> unmapped;               // every mapping of the old image
+  std::span<const Mapping> mappings;               // every mapping of the new one
+  MappingContents contents;                        // of `mappings`
+  std::span<const core::RegisterWrite> registers;  // every tracked register
+  core::Address pc = 0;                            // the new image's first instruction
+};
+
 class RecordingSink {
  public:
   virtual ~RecordingSink() = default;
@@ -120,6 +135,12 @@ class RecordingSink {
   virtual void OnSignal(const SignalRecord& signal) { (void)signal; }
   // Right before Finish(true) when signal `signal` ended the program.
   virtual void OnKilled(int signal) { (void)signal; }
+  // A new image (see ExecRecord); a sink that cannot hold one refuses it
+  // (the recording then ends before the exec, with the status's message).
+  virtual core::Status OnExec(const ExecRecord& exec) {
+    (void)exec;
+    return core::Status::Unsupported("the program calls execve: this trace format holds one image");
+  }
   // Right after OnThreadSwitch(start.thread): the new thread's state.
   virtual void OnThreadStart(const ThreadStartRecord& start) { (void)start; }
   // `exited`: the program ended (as opposed to being cut short).

@@ -30,6 +30,17 @@ core::Status ReadInitialState(Tracee& tracee, const CpuLayout& layout, bool hide
   return space->Init(tracee);
 }
 
+MappingContents ImageContents(Tracee& tracee) {
+  return [&tracee](const Mapping& m, std::vector<std::uint8_t>* out) {
+    out->assign(m.size, 0);
+    // [vvar] cannot be read (and changes behind the program's back);
+    // [vsyscall] is a fixed kernel page.
+    if (m.name.rfind("[vvar", 0) != 0 && m.name != "[vsyscall]")
+      tracee.ReadMemoryZeroFill(m.start, *out);
+    return core::Status::Ok();
+  };
+}
+
 core::Status StartSink(RecordingSink& sink, Tracee& tracee, const AddressSpace& space,
                        std::vector<std::uint8_t> auxv,
                        std::span<const core::RegisterWrite> registers, core::Address pc) {
@@ -38,14 +49,7 @@ core::Status StartSink(RecordingSink& sink, Tracee& tracee, const AddressSpace& 
   start.executable = tracee.ExecutablePath();
   start.auxv = std::move(auxv);
   start.mappings = space.mappings();
-  start.contents = [&tracee](const Mapping& m, std::vector<std::uint8_t>* out) {
-    out->assign(m.size, 0);
-    // [vvar] cannot be read (and changes behind the program's back);
-    // [vsyscall] is a fixed kernel page.
-    if (m.name.rfind("[vvar", 0) != 0 && m.name != "[vsyscall]")
-      tracee.ReadMemoryZeroFill(m.start, *out);
-    return core::Status::Ok();
-  };
+  start.contents = ImageContents(tracee);
   start.registers = registers;
   start.pc = pc;
   return sink.OnStart(start);

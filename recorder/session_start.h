@@ -48,6 +48,10 @@ Traps EnableTraps(Tracee& tracee, bool trap_rdtsc, bool cpuid_faulting);
 core::Status ReadInitialState(Tracee& tracee, const CpuLayout& layout, bool hide_vdso,
                               AddressSpace* space, InitialState* out);
 
+// A reader of the tracee's mappings for a sink ([vvar] and [vsyscall] as
+// zeros); `tracee` must outlive it.
+MappingContents ImageContents(Tracee& tracee);
+
 // Calls sink.OnStart with the image: the mappings of `space`, `auxv`,
 // every register (`registers`, CpuLayout order) and the first `pc`. The
 // contents reader refers to `tracee`, which must outlive the sink's use of

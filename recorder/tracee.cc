@@ -212,6 +212,15 @@ core::Status Tracee::Adopt(pid_t child) {
   return core::Status::Ok();
 }
 
+core::Status Tracee::ReopenMemory() {
+  const std::string path = "/proc/" + std::to_string(pid_) + "/mem";
+  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return core::Status::IOError(path + ": " + Errno(errno));
+  close(mem_fd_);
+  mem_fd_ = fd;
+  return core::Status::Ok();
+}
+
 core::Expected<std::uint64_t> Tracee::InjectSyscall(pid_t tid, core::Address syscall_at,
                                                     std::uint64_t nr,
                                                     std::span<const std::uint64_t> args) {

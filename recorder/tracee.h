@@ -86,6 +86,9 @@ class Tracee {
   // process instead and makes the child the tracee (selected, memory).
   core::Status Detach(pid_t child);
   core::Status Adopt(pid_t child);
+  // After an execve: memory is read from the new image (an open
+  // /proc/PID/mem keeps the old address space).
+  core::Status ReopenMemory();
 
   // Runs system call nr(args) in thread `tid` (stopped at a signal or step
   // stop) by stepping the `syscall` instruction at `syscall_at`, without

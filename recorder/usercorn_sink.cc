@@ -202,6 +202,41 @@ void UsercornSink::OnSignal(const SignalRecord& s) {
   writer_->AppendSignal(s.signal, s.siginfo, u);
 }
 
+core::Status UsercornSink::OnExec(const ExecRecord& exec) {
+  if (exec.executable.size() > core::kUcirMaxExecPath) {
+    return core::Status::Unsupported(
+        "the program execs " + exec.executable.substr(0, 64) + "...: a path longer than " +
+        std::to_string(core::kUcirMaxExecPath) + " bytes does not fit a UCIR exec event");
+  }
+  // The vector registers' halves start again from the new state.
+  halves_ = Halves();
+  Convert(exec.registers, false);
+  std::vector<core::UsercornRegisterValue> regs;
+  for (const Reg& r : regs_) regs.push_back({r.unicorn, r.value});
+  std::vector<core::UsercornRecordingWriter::SpecialRegister> special;
+  for (const auto& [unicorn, data] : special_) special.emplace_back(unicorn, data);
+  std::vector<std::pair<core::Address, std::uint64_t>> unmaps;
+  for (const Mapping& m : exec.unmapped) unmaps.emplace_back(m.start, m.size);
+  std::vector<core::UsercornMapping> maps;
+  for (const Mapping& m : exec.mappings) maps.push_back(ToUsercorn(m));
+  core::UsercornRecordingWriter::Exec out;
+  out.syscall = exec.syscall;
+  out.path = exec.executable;
+  out.unmaps = unmaps;
+  out.maps = maps;
+  out.read_mapping = [&](const core::UsercornMapping& u, std::vector<std::uint8_t>* data) {
+    for (const Mapping& m : exec.mappings) {
+      if (m.start == u.address) return exec.contents(m, data);
+    }
+    return core::Status::Ok();
+  };
+  out.registers = regs;
+  out.special = special;
+  out.pc = exec.pc;
+  writer_->AppendExec(out);
+  return writer_->status();
+}
+
 void UsercornSink::OnKilled(int signal) {
   if (finished_ || killed_) return;
   killed_ = true;

@@ -54,6 +54,10 @@ class UsercornSink final : public RecordingSink {
   // then a JMP to the handler.
   void OnSignal(const SignalRecord& signal) override;
   void OnKilled(int signal) override;
+  // A new image: one SYSCALL kUcirExec (usercorn_recording.h) in the
+  // execve instruction's event, every register written (the tracked ones
+  // even when 0), then a JMP to the new image's first instruction.
+  core::Status OnExec(const ExecRecord& exec) override;
   core::Status Finish(bool exited) override;
 
  private:

@@ -70,6 +70,15 @@ core::Expected<Stop> PtraceSession::StepInstruction(core::Address pc, const Deco
       stop = Stop();  // stopped after the system call, in the child
       break;
     }
+    if (stop->event == PTRACE_EVENT_EXEC && !threads_.several()) {
+      // The new image is in place; the rest of the system call returns
+      // to its first instruction without running it (OnExec checks).
+      user_regs_struct entry{};
+      if (core::Status s = tracee_.GetRegs(&entry); !s.ok()) return s;
+      stop = tracee_.Step(0);
+      if (stop.ok() && stop->kind == Stop::kStepped) exec_entry_ = entry.rip;
+      break;
+    }
     if (stop->event != PTRACE_EVENT_CLONE || tid <= 0) return stop;  // refused: OnEvent
     if (core::Status s = AddThread(tid); !s.ok()) return s;
     stop = tracee_.Step(0);  // the rest of the clone system call

@@ -163,6 +163,7 @@ std::optional<core::Status> PtraceSession::ThreadSyscall(core::Address pc, const
 core::Status PtraceSession::OnStop(core::Address pc, const Decoded& d, const Stop& stop) {
   switch (stop.kind) {
     case Stop::kStepped: {
+      if (exec_entry_) return OnExec(pc, d);
       core::Status s = OnStepped(pc, d);
       AnnounceStarted();
       return s;

@@ -10,7 +10,8 @@
 //                      new threads, the process's end;
 //   ptrace_signals.cc  signals (signal_delivery.h), and events the engine
 //                      refuses;
-//   ptrace_children.cc fork/vfork/clone events during a step.
+//   ptrace_children.cc fork/vfork/clone events during a step;
+//   ptrace_exec.cc     execve: the new image continues the recording.
 // Shared with the other engines: start-up (session_start.h), scheduling
 // (thread_scheduler.h), signal delivery (signal_delivery.h,
 // signal_disposition.h) and write capture (write_capture.h).
@@ -89,6 +90,10 @@ class PtraceSession {
   core::Status DeliverHandled(core::Address pc, const Decoded& d, int sig);
   core::Status OnEvent(const Stop& stop);
 
+  // --- exec (ptrace_exec.cc) ---
+  // The `syscall` at `pc` replaced the image (exec_entry_): records the new one.
+  core::Status OnExec(core::Address pc, const Decoded& d);
+
   // --- threads (ptrace_threads.cc) ---
   // Makes thread i current: regs_/slots_ and the tracee's selection.
   void SwitchTo(std::size_t i, bool new_turn);
@@ -128,6 +133,9 @@ class PtraceSession {
   int pending_signal_ = 0;
   std::array<std::uint8_t, 128> siginfo_{};  // of the signal OnSignal handles
   core::Address last_pc_ = 0;
+  // Set when the last step's system call was a successful execve: the new
+  // image's entry point, where the program stopped at the exec event.
+  std::optional<core::Address> exec_entry_;
   ThreadScheduler threads_;
 };
 

@@ -131,8 +131,8 @@ core::Status PtraceSession::OnEvent(const Stop& stop) {
   ptrace(PTRACE_GETEVENTMSG, tracee_.thread(), nullptr, &msg);
   if (stop.event == PTRACE_EVENT_EXEC) {
     return core::Status::Unsupported(
-        "the program calls execve: the trace ends before it (a UCIR trace holds one "
-        "executable's image; recording across exec is not supported)");
+        "a multi-threaded program calls execve: the trace ends before it (recording "
+        "across the exec of a program with several threads is not supported yet)");
   }
   if (msg != 0) kill(static_cast<pid_t>(msg), SIGKILL);  // the new child or thread
   if (stop.event == PTRACE_EVENT_CLONE) {

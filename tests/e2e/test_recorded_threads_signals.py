@@ -272,6 +272,77 @@ class ForkParent(Recorded, unittest.TestCase):
             self.assertNotIn("New value", out)
 
 
+class Execs(unittest.TestCase):
+    """execs.c (-O0 static) forks; its child execs loop.c (-O0 PIE, dynamic).
+    Recorded with --follow child, the trace holds two images: gdb stops at
+    the exec (`exec:` stop reply), loads loop's symbols, stops at a
+    breakpoint in it and executes in reverse there, and reverse-continuing
+    past the exec brings execs's symbols back. Under the recorder, with
+    either --follow, the program prints what it prints untraced and
+    `backstep record` exits with the recorded process's status."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.env = util.Env.from_argv()
+        cls.parent = os.path.abspath(os.path.join(PROGRAMS, "execs_O0_static"))
+        cls.child = os.path.abspath(os.path.join(PROGRAMS, "loop_O0_pie"))
+        untraced = subprocess.run([cls.parent, cls.child], stdout=subprocess.PIPE, text=True,
+                                  timeout=util.STEP_TIMEOUT)
+        cls.untraced = (untraced.stdout, untraced.returncode)
+        cls.recorded = {}
+        for follow in ("parent", "child"):
+            path = os.path.join(cls.env.dir, "execs_%s.ucir" % follow)
+            rec = subprocess.run([cls.env.backstep, "record", "-o", path, "--follow", follow,
+                                  "--", cls.parent, cls.child], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, timeout=util.STEP_TIMEOUT)
+            cls.recorded[follow] = (rec.stdout, rec.returncode, rec.stderr, path)
+        util.run([cls.env.backstep, "index", cls.recorded["child"][3]])
+        cls.trace = util.Trace(cls.recorded["child"][3], {})
+
+    def test_output_and_status_are_unchanged(self):
+        stdout, status = self.untraced
+        self.assertRegex(stdout, r"^\d+ \d+ [\d.]+\nchild status %d\n$" % status)
+        for follow in ("parent", "child"):
+            out, code, err, _ = self.recorded[follow]
+            self.assertEqual((out, code), (stdout, status), err)
+        # The child's trace went on into loop: its exit is the trace's end.
+        self.assertIn("(program exited, status %d)" % status, self.recorded["child"][2])
+
+    def test_gdb_breaks_in_the_execd_program_and_reverses_across_the_exec(self):
+        with util.Server(self.env, self.trace) as server:
+            out = util.run(["gdb", "-q", "-batch", "-nx", "-ex", "set pagination off",
+                            "-ex", "set confirm off", "-ex", "set breakpoint pending on",
+                            "-ex", "target remote " + server.address(),
+                            "-ex", "info symbol $pc",
+                            "-ex", "break accumulate", "-ex", "continue",
+                            "-ex", "print n", "-ex", "info proc exe",
+                            "-ex", "info sharedlibrary", "-ex", "continue", "-ex", "print n",
+                            "-ex", "print counter",
+                            "-ex", "reverse-continue", "-ex", "print n",
+                            "-ex", "reverse-stepi", "-ex", "info symbol $pc",
+                            "-ex", "reverse-continue", "-ex", "info symbol $pc",
+                            "-ex", "continue", "-ex", "print n"], check=False)
+        parent, child = re.escape(self.parent), re.escape(self.child)
+        # At the start and back there: execs's symbols (its _start).
+        util.expect(self, r"^_start in section \.text(?: of (?:target:)?%s)?$" % parent, out,
+                    count=2)
+        # The exec, forward twice and backward once.
+        util.expect(self, r"is executing new program: %s$" % child, out, count=2)
+        util.expect(self, r"is executing new program: %s$" % parent, out, count=1)
+        stops = re.findall(r"^Breakpoint 1, accumulate \(n=(\d+)\) at \S*loop\.c:\d+", out,
+                           re.M)
+        self.assertEqual(stops, ["100", "101", "100", "100"], out)
+        values = re.findall(r"^\$\d+ = (\d+)$", out, re.M)
+        self.assertEqual(values, ["100", "101", "100", "100", "100"], out)
+        # In loop: its executable (/proc/PID/exe) and its libraries.
+        util.expect(self, r"^exe = '%s'$" % child, out)
+        util.expect(self, r"^0x[0-9a-f]+\s+0x[0-9a-f]+\s+Yes\s+\S*/libc\.so\.6$", out)
+        # One instruction back: in accumulate's prologue, with loop's symbols.
+        util.expect(self, r"^accumulate \+ \d+ in section \.text of (?:target:)?%s$" % child,
+                    out)
+        util.expect(self, r"^No more reverse-execution history\.", out, count=1)
+
+
 class ThreadsStatic(Threads, unittest.TestCase):
     VARIANT = "O0_static"
 

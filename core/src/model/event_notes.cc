@@ -9,7 +9,8 @@ namespace backstep::core {
 namespace {
 
 constexpr std::string_view kSignal = "signal ", kKilled = "killed by signal ",
-                           kSyscall = "syscall ", kExit = "exit", kSiginfo = " siginfo ";
+                           kSyscall = "syscall ", kExit = "exit", kSiginfo = " siginfo ",
+                           kExec = "exec ";
 // x86-64 Linux system calls that end the thread or the process.
 constexpr std::int64_t kSysExit = 60, kSysExitGroup = 231;
 
@@ -61,6 +62,10 @@ EventNotes ReadEventNotes(const Event& event) {
       if (event.kind != EventKind::kInterrupt) continue;
       notes.signal = static_cast<int>(value);
       if (rest.starts_with(kSiginfo)) notes.siginfo = ParseHex(rest.substr(kSiginfo.size()));
+    } else if (part.starts_with(kExec)) {
+      const std::vector<std::uint8_t> path = ParseHex(part.substr(kExec.size()));
+      notes.execs = true;
+      notes.exec_path.assign(path.begin(), path.end());
     } else if (part.starts_with(kSyscall) && Number(part.substr(kSyscall.size()), &value, &rest) &&
                rest.starts_with('(')) {
       notes.syscall = static_cast<std::int64_t>(value);
@@ -81,6 +86,11 @@ std::string SignalNote(int signal, std::span<const std::uint8_t> siginfo) {
 }
 
 std::string KilledNote(int signal) { return std::string(kKilled) + std::to_string(signal); }
+
+std::string ExecNote(std::string_view path) {
+  return std::string(kExec) + HexBytes(std::span<const std::uint8_t>(
+                                  reinterpret_cast<const std::uint8_t*>(path.data()), path.size()));
+}
 
 std::string SyscallNote(std::uint64_t number, std::span<const std::uint64_t> args,
                         std::uint64_t result) {

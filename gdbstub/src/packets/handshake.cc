@@ -56,6 +56,8 @@ std::string QSupportedReply(Target& target, std::size_t packet_size) {
   if (target.reverse_execution() != nullptr) out += ";ReverseStep+;ReverseContinue+";
   if (target.signals() != nullptr) {
     out += ";QPassSignals+;QProgramSignals+;QCatchSyscalls+;qXfer:siginfo:read+";
+    // A trace with notes may hold several images (execve).
+    out += ";exec-events+";
   }
   // Only for frames that know just what they collected (a tfile): gdb then
   // shows memory outside a frame's collection as <unavailable>, where a
@@ -77,6 +79,7 @@ Reply HandleQSupported(Session& session, std::string_view args) {
   n.multiprocess = Offered(*features, "multiprocess");
   n.swbreak = breakpoints && Offered(*features, "swbreak");
   n.hwbreak = breakpoints && Offered(*features, "hwbreak");
+  n.exec_events = Offered(*features, "exec-events");
   return Reply::Packet(QSupportedReply(session.target(), session.options().packet_size));
 }
 

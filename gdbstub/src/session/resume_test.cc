@@ -255,5 +255,14 @@ TEST(ResumeTest, SignalSyscallAndTerminationReplies) {
   EXPECT_EQ(FormatStopReply(Terminated{10}, target, {.multiprocess = true}), "X1e;process:1");
 }
 
+TEST(ResumeTest, ExecStopNamesTheProgramToClientsThatOfferedExecEvents) {
+  FakeTarget target;
+  // "exec /bin/sh", hex-encoded, as LLDB's exception description.
+  const std::string lldb = "reason:exception;description:65786563202f62696e2f7368;";
+  EXPECT_EQ(FormatStopReply(Execd{"/bin/sh"}, target, {.exec_events = true}),
+            Stop(0x401000) + "exec:2f62696e2f7368;" + lldb);
+  EXPECT_EQ(FormatStopReply(Execd{"/bin/sh"}, target, {}), Stop(0x401000) + lldb);
+}
+
 }  // namespace
 }  // namespace backstep::gdbstub

@@ -163,6 +163,7 @@ StopReplyOptions Session::stop_reply_options() const {
   // (docs/benchmarks.md); a command that reads another register asks `g`
   // once per stop. LLDB reads every general register at every stop.
   options.frame_registers_only = !n.list_threads_in_stop_reply && !n.thread_suffix;
+  options.exec_events = n.exec_events;
   return options;
 }
 

@@ -68,6 +68,7 @@ struct Negotiated {
   bool thread_suffix = false;               // QThreadSuffixSupported -> OK
   bool error_strings = false;               // QEnableErrorStrings -> OK
   bool extended = false;                    // `!`: vKill keeps the session, vRun/R restart
+  bool exec_events = false;                 // client offered exec-events+ (gdb)
 };
 
 // Per-client state that handlers read and update.

@@ -89,6 +89,9 @@ std::string ReasonKey(const StopReason& reason, const StopReplyOptions& options)
                  (r.side == HistoryEdge::Side::kBegin ? "replaylog:begin;" : "replaylog:end;");
         } else if constexpr (std::is_same_v<R, MoveDone>) {
           return LldbException(MoveDescription(r));
+        } else if constexpr (std::is_same_v<R, Execd>) {
+          return (options.exec_events ? "exec:" + HexBytes(r.path) + ';' : std::string()) +
+                 LldbException("exec " + r.path);
         } else {
           return "";
         }

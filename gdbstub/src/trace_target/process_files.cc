@@ -88,7 +88,7 @@ std::string ProcessFiles::HostPath(std::string_view path) const {
 
 std::vector<std::string> ProcessFiles::ServedFiles() {
   std::vector<std::string> names;
-  if (!process_.exe_path.empty()) names.push_back(process_.exe_path);
+  if (std::string exe = ExePath(); !exe.empty()) names.push_back(std::move(exe));
   if (auto maps = mappings_->At(now_.position()); maps.ok()) {
     for (const core::Mapping& m : *maps) {
       if (!m.name.empty() && m.name[0] == '/') names.push_back(m.name);
@@ -154,10 +154,11 @@ HostIoResult<std::string> ProcessFiles::ProcFile(std::string_view rest) {
   if (rest == "cmdline") return InitialStrings(false);
   if (rest == "environ") return InitialStrings(true);
   if (rest == "auxv") {
-    return std::string(process_.auxv.begin(), process_.auxv.end());
+    const std::vector<std::uint8_t> auxv = Auxv();
+    return std::string(auxv.begin(), auxv.end());
   }
   if (rest == "status") {
-    std::string name(Basename(process_.exe_path).substr(0, 15));
+    std::string name(Basename(ExePath()).substr(0, 15));
     std::string pid = std::to_string(process_.pid);
     return "Name:\t" + name + "\nState:\tt (tracing stop)\nTgid:\t" + pid + "\nPid:\t" + pid +
            "\nPPid:\t0\nTracerPid:\t0\nThreads:\t" + std::to_string(now_.threads().size()) + "\n";
@@ -188,6 +189,7 @@ ProcessFiles::OpenFile* ProcessFiles::Find(int fd) {
 HostIoResult<int> ProcessFiles::Open(std::string_view path) {
   if (path.size() > kMaxPath) return HostIoError::kNameTooLong;
   if (path.find('\0') != std::string_view::npos) return HostIoError::kInvalid;
+  std::string exe;  // what `path` views for /proc/PID/exe
   if (path.starts_with("/proc/")) {
     std::string_view rest = path.substr(6);
     std::size_t slash = rest.find('/');
@@ -196,8 +198,9 @@ HostIoResult<int> ProcessFiles::Open(std::string_view path) {
     if (pid != "self" && ParseDecimal(pid) != process_.pid) return HostIoError::kNoEntry;
     rest = rest.substr(slash + 1);
     if (rest == "exe") {
-      if (process_.exe_path.empty()) return HostIoError::kNoEntry;
-      path = process_.exe_path;
+      exe = ExePath();
+      if (exe.empty()) return HostIoError::kNoEntry;
+      path = exe;
     } else {
       auto content = ProcFile(rest);
       if (auto* error = std::get_if<HostIoError>(&content)) return *error;
@@ -262,7 +265,7 @@ HostIoResult<std::string> ProcessFiles::Readlink(std::string_view path) {
   } else {
     return HostIoError::kNoEntry;
   }
-  if (path == "exe" && !process_.exe_path.empty()) return process_.exe_path;
+  if (path == "exe" && !ExePath().empty()) return ExePath();
   if (path == "cwd") {
     // The recording does not know the working directory; the environment's
     // PWD is what the shell that started the program said it was.

@@ -50,6 +50,10 @@ class ProcessFiles final : public HostFiles {
   struct Now {
     std::function<core::Position()> position;
     std::function<std::vector<core::ThreadId>()> threads;
+    // The executable and auxv of the image at the position (a trace across
+    // execve); unset: Process's.
+    std::function<std::string()> exe_path = nullptr;
+    std::function<std::vector<std::uint8_t>()> auxv = nullptr;
   };
 
   // `mappings` must outlive this object.
@@ -79,6 +83,9 @@ class ProcessFiles final : public HostFiles {
   // Canonical paths (under sysroot) of the files the trace names now.
   std::vector<std::string> ServedFiles();
   std::string HostPath(std::string_view path) const;
+  // The executable and auxv now (Now's, else Process's).
+  std::string ExePath() const { return now_.exe_path ? now_.exe_path() : process_.exe_path; }
+  std::vector<std::uint8_t> Auxv() const { return now_.auxv ? now_.auxv() : process_.auxv; }
   // argv or envp strings of the initial stack, NUL-terminated each.
   const std::string& InitialStrings(bool environment);
   HostIoResult<int> Install(OpenFile file);

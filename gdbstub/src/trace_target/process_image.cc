@@ -90,7 +90,8 @@ void AppendPair(std::vector<std::uint8_t>& out, std::uint64_t type, std::uint64_
 
 }  // namespace
 
-core::Expected<std::vector<std::uint8_t>> RecordedAuxv(const core::Trace& trace) {
+core::Expected<std::vector<std::uint8_t>> RecordedAuxv(const core::Trace& trace,
+                                                       core::Position at) {
   // Only a usercorn trace (backstep record) starts right after exec.
   if (trace.header().format != "usercorn") {
     return core::Status::NotFound(trace.header().format + " traces do not start at an exec");
@@ -102,13 +103,13 @@ core::Expected<std::vector<std::uint8_t>> RecordedAuxv(const core::Trace& trace)
                                   " trace is not read yet (64-bit processes only)");
   }
   BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<core::Cursor> cursor, trace.NewCursor());
-  BACKSTEP_RETURN_IF_ERROR(cursor->Seek(core::Position{0}));
+  BACKSTEP_RETURN_IF_ERROR(cursor->Seek(at));
+  const std::string where = " at position " + std::to_string(at.value);
   auto sp = StackPointer(*cursor);
-  if (!sp) return core::Status::NotFound("rsp is unknown at position 0");
+  if (!sp) return core::Status::NotFound("rsp is unknown" + where);
   auto argc = ReadKnownU64(*cursor, *sp);
   if (!argc || *argc > kMaxArgs) {
-    return core::Status::NotFound("no plausible argc at rsp " + core::HexU64(*sp) +
-                                  " at position 0");
+    return core::Status::NotFound("no plausible argc at rsp " + core::HexU64(*sp) + where);
   }
   core::Address argv = *sp + 8;
   auto argv_null = ReadKnownU64(*cursor, argv + *argc * 8);

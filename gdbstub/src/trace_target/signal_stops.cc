@@ -30,7 +30,7 @@ core::Expected<const SignalStops::Ending*> SignalStops::Scan() {
   for (std::uint64_t n = 0;; ++n) {
     BACKSTEP_ASSIGN_OR_RETURN(bool more, reader->Next(&event));
     if (!more) break;
-    const core::EventNotes notes = core::ReadEventNotes(event);
+    core::EventNotes notes = core::ReadEventNotes(event);
     if (notes.signal > 0) {
       found.slots.push_back({3 * n + Slot::kSignal, Slot::kSignal,
                              static_cast<std::uint64_t>(notes.signal), event.thread});
@@ -43,6 +43,7 @@ core::Expected<const SignalStops::Ending*> SignalStops::Scan() {
         found.slots.push_back({3 * (n + 1) + Slot::kReturn, Slot::kReturn, number, event.thread});
       }
     }
+    if (notes.execs) found.execs.push_back({n, event.thread, std::move(notes.exec_path)});
     if (notes.exit_status >= 0) found.exit_status = notes.exit_status;
     found.killed_by = notes.killed_by;
     found.exits = notes.exits;
@@ -135,6 +136,11 @@ core::Expected<std::optional<core::Position>> SignalStops::DeliveryWithFrameAt(
     }
   }
   return std::optional<core::Position>();
+}
+
+core::Expected<const std::vector<SignalStops::ExecPoint>*> SignalStops::Execs() {
+  BACKSTEP_ASSIGN_OR_RETURN(const Ending* ending, Scan());
+  return &ending->execs;
 }
 
 StopReason SignalStops::StoppedAt(const Slot& slot) {

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "backstep/core/expected.h"
@@ -81,6 +82,16 @@ class SignalStops final : public Signals {
   // Run control stopped elsewhere.
   void ClearStop() { stop_slot_.reset(); }
 
+  // An event that replaces the process's image (execve): the state after
+  // it, position event + 1, is the new image's first.
+  struct ExecPoint {
+    std::uint64_t event = 0;
+    core::ThreadId thread;
+    std::string path;  // the new executable
+  };
+  // Every exec of the trace, in trace order (from the same pass).
+  core::Expected<const std::vector<ExecPoint>*> Execs();
+
  private:
   struct Ending {
     bool scanned = false;
@@ -88,6 +99,7 @@ class SignalStops final : public Signals {
     int exit_status = -1;     // of the last event that exits
     int killed_by = 0;        // the signal of the final marker
     bool exits = false;       // the last event is the process's end
+    std::vector<ExecPoint> execs;
   };
   // The slots of the trace (one pass over the events, the first time).
   core::Expected<const Ending*> Scan();

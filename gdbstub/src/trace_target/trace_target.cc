@@ -37,6 +37,7 @@ TraceTarget::TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOp
       served_(trace_, std::move(cursor), first_position, last_position),
       stop_points_(*trace_, options_.watch_only_changes),
       signal_stops_(*trace_, served_),
+      images_(*trace_, signal_stops_, options_),
       armed_moves_(*trace_, served_, stop_points_, *this),
       frames_(*trace_, served_),
       monitor_(*this),
@@ -80,7 +81,12 @@ TraceTarget::TraceTarget(std::shared_ptr<const core::Trace> trace, TraceTargetOp
       trace_, &trace_->mappings(),
       ProcessFiles::Process{pid(), options_.exe_path, options_.sysroot, options_.auxv},
       ProcessFiles::Now{[this] { return served_.view().position(); },
-                        [this] { return served_.threads(); }});
+                        [this] { return served_.threads(); },
+                        [this] { return std::string(exec_file()); },
+                        [this] {
+                          const std::span<const std::uint8_t> now = auxv();
+                          return std::vector<std::uint8_t>(now.begin(), now.end());
+                        }});
 }
 
 // ---- Registers

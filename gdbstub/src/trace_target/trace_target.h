@@ -10,6 +10,7 @@
 //   trace_target.cc          registers, memory, threads, documents, Restart
 //   trace_target_resume.cc   run control: steps and continues both ways
 //   signal_stops.h           Signals: signal and system call stops, siginfo
+//   exec_images.h            the images of a trace across execve
 //   served_position.h        the position, the selected frame, the threads
 //   stop_points.h            Breakpoints and Watchpoints (Z/z)
 //   trace_frames.h           TraceFrames (QTFrame, tfind)
@@ -48,6 +49,7 @@
 #include "backstep/gdbstub/target.h"
 #include "backstep/gdbstub/trace_target.h"
 #include "trace_target/armed_moves.h"
+#include "trace_target/exec_images.h"
 #include "trace_target/memory_map.h"
 #include "trace_target/monitor_table.h"
 #include "trace_target/process_files.h"
@@ -82,8 +84,9 @@ class TraceTarget final : public Target,
   core::Expected<StopReason> Resume(ResumeKind kind, std::optional<core::ThreadId> thread,
                                     const std::atomic<bool>* interrupt) override;
   std::optional<std::string_view> TargetDescription(std::string_view annex) override;
-  std::span<const std::uint8_t> auxv() override { return options_.auxv; }
-  std::string_view exec_file() override { return options_.exe_path; }
+  // The current image's (exec_images.h).
+  std::span<const std::uint8_t> auxv() override { return images_.auxv(CurrentImage()); }
+  std::string_view exec_file() override { return images_.exe_path(CurrentImage()); }
   // vRun: back to first_position(), nothing armed, no trace frame
   // selected, direction forward.
   core::Status Restart() override;
@@ -153,12 +156,24 @@ class TraceTarget final : public Target,
 
   // Moves to `slot` (SignalStops) and reports it.
   core::Expected<StopReason> StopAt(const SignalStops::Slot& slot);
+  // The image at the position (0 until the first exec).
+  std::size_t CurrentImage() {
+    return position() <= first_position() ? 0 : images_.ImageAt(position());
+  }
+  // The exec a step of `event` (executed forward, undone backward) makes,
+  // as its stop reason, if the event is an exec.
+  core::Expected<std::optional<StopReason>> ExecStep(core::Direction direction,
+                                                     std::uint64_t event);
+  // The stop reply of crossing `exec` in `direction`: the path of the image
+  // now current.
+  StopReason ExecReason(core::Direction direction, const SignalStops::ExecPoint& exec);
 
   std::shared_ptr<const core::Trace> trace_;
   TraceTargetOptions options_;
   ServedPosition served_;
   StopPoints stop_points_;
   SignalStops signal_stops_;
+  ExecImages images_;
   ArmedMoves armed_moves_;
   TraceFrameIndex frames_;
   MonitorTable monitor_;

@@ -114,7 +114,22 @@ core::Expected<StopReason> TraceTarget::Step(core::Direction direction,
     if (delivery) return StopAt(*delivery);
   }
   BACKSTEP_RETURN_IF_ERROR(MoveTo(land, stepping));
+  BACKSTEP_ASSIGN_OR_RETURN(std::optional<StopReason> exec, ExecStep(direction, *event));
+  if (exec) return std::move(*exec);
   return StopReason(DoneStep{});
+}
+
+core::Expected<std::optional<StopReason>> TraceTarget::ExecStep(core::Direction direction,
+                                                                std::uint64_t event) {
+  BACKSTEP_ASSIGN_OR_RETURN(std::optional<SignalStops::ExecPoint> exec, images_.NextExec(event));
+  if (!exec || exec->event != event) return std::optional<StopReason>();
+  return std::optional<StopReason>(ExecReason(direction, *exec));
+}
+
+StopReason TraceTarget::ExecReason(core::Direction direction, const SignalStops::ExecPoint& exec) {
+  // Backward, the image now current is the one the exec ended.
+  return Execd{std::string(direction == core::Direction::kForward ? std::string_view(exec.path)
+                                                                  : images_.PathBefore(exec))};
 }
 
 core::Expected<std::optional<std::uint64_t>> TraceTarget::PrevEventWithPc(core::ThreadId thread,
@@ -140,7 +155,20 @@ core::Expected<StopReason> TraceTarget::Continue(core::Direction direction,
     BACKSTEP_ASSIGN_OR_RETURN(std::optional<StopReason> end, signal_stops_.EndOfProcess());
     if (end) return *end;
   }
-  auto stop = core::RunUntil(*trace_, position(), direction, Condition(interrupt));
+  // A continue stops where the image changes (execve), both ways: the
+  // client must load the other executable before anything else is hit.
+  const bool forward = direction == core::Direction::kForward;
+  core::StopCondition condition = Condition(interrupt);
+  BACKSTEP_ASSIGN_OR_RETURN(
+      std::optional<SignalStops::ExecPoint> exec,
+      forward ? images_.NextExec(position().value) : images_.PrevExec(position().value));
+  std::optional<core::Position> exec_stop;
+  if (exec) {
+    exec_stop = core::Position(forward ? exec->event + 1 : exec->event);
+    if (forward && *exec_stop < condition.fence_high) condition.fence_high = *exec_stop;
+    if (!forward && *exec_stop > condition.fence_low) condition.fence_low = *exec_stop;
+  }
+  auto stop = core::RunUntil(*trace_, position(), direction, condition);
   if (!stop.ok()) {
     if (stop.status().code() == core::StatusCode::kInterrupted) return StopReason(Interrupted{});
     return stop.status();
@@ -151,6 +179,11 @@ core::Expected<StopReason> TraceTarget::Continue(core::Direction direction,
     if (slot) return StopAt(*slot);
   }
   BACKSTEP_RETURN_IF_ERROR(MoveTo(stop->position, stop->thread));
+  if (exec_stop && stop->reason == core::StopEvent::Reason::kFence &&
+      stop->position == *exec_stop) {
+    served_.set_stop_thread(exec->thread);
+    return ExecReason(direction, *exec);
+  }
   return ToStopReason(*stop);
 }
 

@@ -6,6 +6,8 @@
 //   "killed by signal N"        the marker of a process that signal N ended
 //   "syscall N(a, b, ...) = r"  the event makes system call N (hex arguments)
 //   "exit"                      a kMarker: the process ended here
+//   "exec HEX"                  the event replaces the process's image
+//                               (execve); HEX: the new executable's path
 // usercorn UCIR's reader writes them (docs/formats/usercorn.md); the
 // functions below are the one place that writes and reads the grammar.
 //
@@ -15,6 +17,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backstep/core/event.h"
@@ -29,6 +32,8 @@ struct EventNotes {
   int exit_status = -1;               // x86-64 exit/exit_group: the status (arg 0 & 0xff)
   bool exits = false;                 // a kMarker: the process ended (exit or signal)
   std::vector<std::uint8_t> siginfo;  // of the delivered signal, when recorded
+  bool execs = false;                 // the event execs a new image...
+  std::string exec_path;              // ... of this executable
 };
 
 // Whether the trace's reader writes notes (usercorn UCIR); finding them takes
@@ -38,6 +43,7 @@ EventNotes ReadEventNotes(const Event& event);
 
 std::string SignalNote(int signal, std::span<const std::uint8_t> siginfo = {});
 std::string KilledNote(int signal);
+std::string ExecNote(std::string_view path);
 std::string SyscallNote(std::uint64_t number, std::span<const std::uint64_t> args,
                         std::uint64_t result);
 

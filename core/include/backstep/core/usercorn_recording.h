@@ -55,6 +55,17 @@ inline constexpr std::uint32_t kUcirKilledBySignal = 0x4b494c00;   // "KIL\0"
 inline constexpr std::uint32_t kUcirMaxSignal = 0xff;
 inline constexpr std::size_t kUcirSiginfoSize = 128;
 
+// backstep's SYSCALL number for a successful execve (or execveat): the
+// event of the `syscall` instruction holds the whole change of image in
+// it: MEM_UNMAP of every old mapping, MEM_MAP + MEM_WRITE (all bytes,
+// untrimmed) of every new one, REG/SPREG of every register (tracked ones
+// even when 0), then a JMP to the new image's first instruction. args =
+// [the Linux system call number, the executable's path length in bytes,
+// the path's bytes packed little-endian into u64 words, 0-padded], so a
+// path holds at most kUcirMaxExecPath bytes.
+inline constexpr std::uint32_t kUcirExec = 0x45584500;  // "EXE\0"
+inline constexpr std::size_t kUcirMaxExecPath = (0xff - 2) * 8;
+
 struct UsercornRegisterValue {
   std::uint16_t unicorn = 0;  // Unicorn enum (usercorn_registers.h)
   std::uint64_t value = 0;
@@ -113,6 +124,23 @@ class UsercornRecordingWriter {
   // The process ended by Linux signal `signal`: EXIT inside a SYSCALL
   // kUcirKilledBySignal + signal.
   virtual void AppendKilled(int signal) = 0;
+
+  // A new image (execve) after the STEP of its `syscall` instruction: a
+  // SYSCALL kUcirExec holding the unmaps, the new mappings with the
+  // contents `read_mapping` gives (written whole), every register, then a
+  // JMP to `pc`. Fails (status()) when the path is longer than
+  // kUcirMaxExecPath.
+  struct Exec {
+    std::uint32_t syscall = 59;  // execve (322: execveat)
+    std::string path;
+    std::span<const std::pair<Address, std::uint64_t>> unmaps;
+    std::span<const UsercornMapping> maps;
+    MappingReader read_mapping;
+    std::span<const UsercornRegisterValue> registers;
+    std::span<const SpecialRegister> special;
+    Address pc = 0;
+  };
+  virtual void AppendExec(const Exec& exec) = 0;
 
   // Threads: what follows goes into FRAMEs of `pid` (Begin()'s pid is the
   // first thread). `next_pc`: where the thread written so far continues; a

@@ -233,6 +233,13 @@ Status UsercornEventDecoder::ConsumeSyscall(Work& w, SnappyPos at) {
     Describe(SignalNote(delivered, siginfo));
   } else if (const int fatal = SignalOf(op_.num, kUcirKilledBySignal)) {
     Describe(KilledNote(fatal));
+  } else if (op_.num == kUcirExec && op_.args.size() >= 2 &&
+             op_.args[1] <= 8 * (op_.args.size() - 2)) {
+    std::string path;
+    for (std::size_t i = 0; i < op_.args[1]; ++i) {
+      path.push_back(static_cast<char>(op_.args[2 + i / 8] >> (8 * (i % 8))));
+    }
+    Describe(ExecNote(path));
   } else {
     Describe(SyscallNote(op_.num, op_.args, op_.value));
   }

@@ -22,7 +22,9 @@
 //   * backstep's signal SYSCALLs (usercorn_recording.h): an event holding
 //     kUcirSignalDelivered + n is kInterrupt, described "signal n"; a
 //     kUcirKilledBySignal + n (holding EXIT) is described "killed by signal
-//     n"; other SYSCALLs "syscall n(args) = result" (event_notes.h).
+//     n"; a kUcirExec (a new image: execve) is described "exec HEX" (the
+//     new executable's path); other SYSCALLs "syscall n(args) = result"
+//     (event_notes.h).
 //   * SYSCALL is decoded whole; nested FRAME, KEYFRAME, SYSCALL or STEP is
 //     Corruption. A nested JMP just sets rip.
 // MEM_READ carries no value: reads are dropped, unless set_reports_reads()

@@ -121,6 +121,44 @@ void UsercornWriter::AppendKilled(int signal) {
   EndSyscall();
 }
 
+void UsercornWriter::AppendExec(const Exec& exec) {
+  if (exec.path.size() > kUcirMaxExecPath) {
+    return Fail("the executable's path (" + std::to_string(exec.path.size()) +
+                " bytes) is longer than a UCIR exec event holds (" +
+                std::to_string(kUcirMaxExecPath) + ")");
+  }
+  std::vector<std::uint64_t> args = {exec.syscall, exec.path.size()};
+  for (std::size_t i = 0; i < exec.path.size(); i += 8) {
+    std::uint64_t word = 0;
+    for (std::size_t b = 0; b < 8 && i + b < exec.path.size(); ++b) {
+      word |= std::uint64_t{static_cast<std::uint8_t>(exec.path[i + b])} << (8 * b);
+    }
+    args.push_back(word);
+  }
+  EnsureFrame();
+  BeginSyscall(kUcirExec, 0, args);
+  for (const auto& [address, size] : exec.unmaps) MemUnmap(address, size);
+  std::vector<std::uint8_t> data;
+  for (const UsercornMapping& m : exec.maps) {
+    data.clear();
+    if (exec.read_mapping) {
+      if (Status s = exec.read_mapping(m, &data); !s.ok()) {
+        if (status_.ok()) status_ = s;
+        return;
+      }
+    }
+    data.resize(m.size);
+    MemMap(m);
+    // Whole, zeros included: bytes of the old image at the same addresses
+    // must not show through (a reader zero-fills only small mappings).
+    MemWrite(m.address, data);
+  }
+  for (const UsercornRegisterValue& r : exec.registers) Reg(r.unicorn, r.value);
+  for (const auto& [unicorn, value] : exec.special) SpReg(unicorn, value);
+  EndSyscall();
+  AppendJump(exec.pc);
+}
+
 void UsercornWriter::AppendSyscall(const UsercornSyscall& s) {
   EnsureFrame();
   BeginSyscall(s.num, s.ret, s.args);

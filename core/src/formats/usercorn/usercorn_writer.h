@@ -121,6 +121,7 @@ class UsercornWriter final : public UsercornRecordingWriter {
   void AppendSignal(int signal, std::span<const std::uint8_t> siginfo,
                     const UsercornInstruction& effects) override;
   void AppendKilled(int signal) override;
+  void AppendExec(const Exec& exec) override;
   // Effects alone (effects.pc is ignored): the reader adds them to the event
   // of the next STEP or JMP.
   void AppendEffects(const UsercornInstruction& effects);

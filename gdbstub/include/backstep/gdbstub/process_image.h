@@ -30,7 +30,10 @@ inline constexpr std::uint64_t kAtNull = 0, kAtPhdr = 3, kAtPhent = 4, kAtPhnum 
 // usercorn traces do), when rsp or any byte of argc..AT_NULL is unknown, or
 // when the block is not a plausible vector (counts, terminators); the
 // message names the reason and the address.
-core::Expected<std::vector<std::uint8_t>> RecordedAuxv(const core::Trace& trace);
+// `at`: the first position of an image (0, or right after an exec event:
+// the new image's initial stack), where the same block is read.
+core::Expected<std::vector<std::uint8_t>> RecordedAuxv(const core::Trace& trace,
+                                                       core::Position at = core::Position{0});
 
 // The argument and environment strings on the initial stack of `trace`
 // (/proc/PID/cmdline and environ). NotFound as for RecordedAuxv, or when a

@@ -21,6 +21,13 @@
 //   SyscallReturn thread has made system call `number`          T05 ... syscall_return:<n>;
 //   Terminated    the process was killed by signal `number` (a trace that
 //                 records it)                                          X<sig>
+//   Execd         the process's image changed (execve) between the last
+//                 position and this one; `path` is the executable of the
+//                 image now current (the old one after a reverse move)
+//                                                      T05 ... exec:<hex path>;
+//                 (only when the client offered exec-events+: gdb; else
+//                 a plain T05), and for LLDB the exception reason
+//                 "exec PATH"
 //
 // The end of a trace going forward is HistoryEdge{kEnd}, never Exited: a `W`
 // reply ends the inferior in the client and with it every reverse command.
@@ -99,9 +106,14 @@ struct Terminated {
   bool operator==(const Terminated&) const = default;
 };
 
+struct Execd {
+  std::string path;
+  bool operator==(const Execd&) const = default;
+};
+
 using StopReason =
     std::variant<DoneStep, SwBreak, HwBreak, Watch, HistoryEdge, MoveDone, Interrupted, Exited,
-                 Signaled, SyscallEntry, SyscallReturn, Terminated>;
+                 Signaled, SyscallEntry, SyscallReturn, Terminated, Execd>;
 
 // What was negotiated with the client, as far as stop replies care.
 struct StopReplyOptions {
@@ -112,6 +124,7 @@ struct StopReplyOptions {
   bool host_signals = false;          // the client numbers signals as the host does (LLDB)
   bool libraries_changed = false;     // `library:` (LLDB re-reads qXfer:libraries-svr4)
   bool frame_registers_only = false;  // expedite RegisterLayout::frame only (gdb)
+  bool exec_events = false;           // the client offered exec-events+: `exec:` allowed
 };
 
 // The stop reply for `reason` at the target's current position:
