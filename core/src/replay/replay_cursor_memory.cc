@@ -10,7 +10,6 @@
 #include <utility>
 #include <vector>
 
-#include "backstep/core/search.h"
 #include "paging/x86_paging.h"
 #include "replay/replay_cursor.h"
 
@@ -49,30 +48,27 @@ void ReplayCursor::FollowMappings(Address address, std::span<std::uint8_t> out,
 void ReplayCursor::ZeroStaleBytes(Address address, std::span<std::uint8_t> out,
                                   std::span<std::uint8_t> known) const {
   const Address last = address + (out.size() - 1);  // inclusive
+  std::uint8_t since_values[kPageSize], since_known[kPageSize];
   for (const MappingState::Refill& refill : mapping_state_->refilled) {
     if (refill.start > last || refill.start + (refill.size - 1) < address) continue;
-    // Pieces [from, to] (inclusive) still to sort: bytes the last write to a
-    // piece covers are current when it was made by an event >= map_event;
-    // the rest of the piece is looked at again.
-    std::vector<std::pair<Address, Address>> pieces{
-        {std::max(refill.start, address), std::min(refill.start + (refill.size - 1), last)}};
-    while (!pieces.empty()) {
-      const auto [from, to] = pieces.back();
-      pieces.pop_back();
-      Expected<std::optional<Access>> write =
-          LastWrite(trace_, from, to - from + 1, Position(position_));
-      if (!write.ok()) continue;  // the index's bytes stay, none guessed
-      if (!*write || (*write)->event < refill.map_event) {
-        const std::size_t i = static_cast<std::size_t>(from - address);
-        const std::size_t n = static_cast<std::size_t>(to - from) + 1;
-        std::fill_n(out.begin() + i, n, std::uint8_t{0});
-        std::fill_n(known.begin() + i, n, std::uint8_t{1});
-        continue;
+    const Address from = std::max(refill.start, address);
+    const Address to = std::min(refill.start + (refill.size - 1), last);  // inclusive
+    // One index walk per page: the bytes events since the mapping wrote
+    // (a per-range last-write search costs one search per written piece).
+    for (Address lo = from; lo <= to;) {
+      const Address page_last = lo | (kPageSize - 1);
+      const Address hi = std::min(to, page_last);  // inclusive
+      const std::size_t n = static_cast<std::size_t>(hi - lo) + 1;
+      std::memset(since_known, 0, n);
+      index_.WriteState(lo, hi + 1, refill.map_event, position_, since_values, since_known);
+      const std::size_t at = static_cast<std::size_t>(lo - address);
+      for (std::size_t k = 0; k < n; ++k) {
+        if (since_known[k]) continue;
+        out[at + k] = 0;
+        known[at + k] = 1;
       }
-      const Address written_from = (*write)->address;
-      const Address written_to = written_from + ((*write)->data.size() - 1);
-      if (written_from > from) pieces.emplace_back(from, written_from - 1);
-      if (written_to < to) pieces.emplace_back(written_to + 1, to);
+      if (hi == to) break;
+      lo = hi + 1;
     }
   }
 }
