@@ -43,7 +43,7 @@ class Reader {
       : data_(data), path_(path) {}
   bool Raw(void* p, std::size_t n) {
     if (!ok_ || n > data_.size() - offset_) return Fail("truncated");
-    std::memcpy(p, data_.data() + offset_, n);
+    if (n > 0) std::memcpy(p, data_.data() + offset_, n);  // p may be null when n is 0
     offset_ += n;
     return true;
   }

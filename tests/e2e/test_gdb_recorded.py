@@ -263,10 +263,13 @@ class Scenarios:
                              [self.env.dump_rip(self.rec.trace, where[0])])
 
     def test_stdio_with_file(self):
+        # gdb waits `remotetimeout` (2 s) for the first reply, which comes once
+        # the trace is open: the sanitizer build at load can take longer.
         connect = "target remote | %s serve --stdio %s" % (self.env.backstep, self.rec.trace.path)
-        out = util.run(gdb_argv(["break accumulate", "continue", "continue", "print i",
-                                 "reverse-continue", "print i"], connect, self.rec.program),
-                       check=False)
+        argv = gdb_argv(["break accumulate", "continue", "continue", "print i",
+                         "reverse-continue", "print i"], connect, self.rec.program)
+        argv[argv.index(connect) - 1:argv.index(connect) - 1] = ["-ex", "set remotetimeout 30"]
+        out = util.run(argv, check=False)
         util.expect(self, r"^Breakpoint 1, accumulate \(i=1\)", out)
         util.expect(self, r"^\$1 = 1$", out)
         util.expect(self, r"^\$2 = 0$", out)
