@@ -67,22 +67,31 @@ struct Recording {
   RecordResult result;
 };
 
-// The bytes each getrandom call of a trace returned.
-std::vector<std::vector<std::uint8_t>> GetrandomResults(const std::string& trace) {
-  std::vector<std::vector<std::uint8_t>> out;
+// Calls fn(event) for each event of `trace`, in order; nothing if it does
+// not open.
+template <typename Fn>
+void ForEachEvent(const std::string& trace, Fn fn) {
   auto source = core::MapFile(trace);
-  if (!source.ok()) return out;
+  if (!source.ok()) return;
   auto reader = core::OpenTraceSource(*source);
-  if (!reader.ok()) return out;
+  if (!reader.ok()) return;
   core::Event e;
   while (true) {
     core::Expected<bool> more = (*reader)->Next(&e);
     if (!more.ok() || !*more) break;
-    if (e.description.rfind("syscall 318(", 0) != 0) continue;
+    fn(e);
+  }
+}
+
+// The bytes each getrandom call of a trace returned.
+std::vector<std::vector<std::uint8_t>> GetrandomResults(const std::string& trace) {
+  std::vector<std::vector<std::uint8_t>> out;
+  ForEachEvent(trace, [&](const core::Event& e) {
+    if (e.description.rfind("syscall 318(", 0) != 0) return;
     std::vector<std::uint8_t>& bytes = out.emplace_back();
     for (const core::MemoryAccess& w : e.writes)
       bytes.insert(bytes.end(), w.data.begin(), w.data.end());
-  }
+  });
   return out;
 }
 
@@ -91,15 +100,8 @@ std::vector<std::vector<std::uint8_t>> GetrandomResults(const std::string& trace
 // bytes it wrote.
 std::vector<EmuOptions::KernelAnswer> KernelAnswers(const std::string& trace) {
   std::vector<EmuOptions::KernelAnswer> out;
-  auto source = core::MapFile(trace);
-  if (!source.ok()) return out;
-  auto reader = core::OpenTraceSource(*source);
-  if (!reader.ok()) return out;
   const core::RegisterId rax = *core::X86_64().Find("rax");
-  core::Event e;
-  while (true) {
-    core::Expected<bool> more = (*reader)->Next(&e);
-    if (!more.ok() || !*more) break;
+  ForEachEvent(trace, [&](const core::Event& e) {
     for (std::uint64_t nr : {228, 96, 201, 99}) {
       if (e.description.rfind("syscall " + std::to_string(nr) + "(", 0) != 0) continue;
       EmuOptions::KernelAnswer& answer = out.emplace_back();
@@ -110,7 +112,7 @@ std::vector<EmuOptions::KernelAnswer> KernelAnswers(const std::string& trace) {
       for (const core::MemoryAccess& w : e.writes)
         answer.bytes.insert(answer.bytes.end(), w.data.begin(), w.data.end());
     }
-  }
+  });
   return out;
 }
 
