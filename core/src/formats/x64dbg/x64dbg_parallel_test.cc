@@ -32,6 +32,7 @@
 #include "backstep/core/search.h"
 #include "backstep/core/trace.h"
 #include "backstep/testing/fake_trace.h"
+#include "backstep/testing/sweep.h"
 #include "backstep/testing/x64dbg_fixtures.h"
 #include "formats/x64dbg/x64dbg_format.h"
 #include "testing/naive_search.h"
@@ -189,9 +190,11 @@ TEST_P(X64dbgParallel, EveryQueryMatchesSinglePassAndNaiveReplay) {
     std::uint64_t known_bytes = 0, inferred_early = 0, checked = 0;
     // (The single pass, itself checked against the replay, every 5th.)
     for (std::uint64_t p = 0; p <= n; ++p) {
-      // Every position with 3 parts; with 2 and 5 (ASan's time), every 7th
-      // and those around every resume point.
-      if (parts != 3 && p % 7 != 0 && !near_seams.count(p)) continue;
+      // Every position with 3 parts (every kSweepStride-th under the
+      // sanitizers); with 2 and 5, every 7th; and those around every resume
+      // point.
+      const std::uint64_t every = parts == 3 ? testing::kSweepStride : 7;
+      if (p % every != 0 && !near_seams.count(p)) continue;
       const bool with_single = p % 5 == 0;
       ++checked;
       if (with_single) {
