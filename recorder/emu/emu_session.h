@@ -80,7 +80,7 @@ class EmuSession {
                                kGsBaseSlot = CpuLayout::kGsBaseSlot;
   static constexpr std::uint64_t kSysGetrandom = 318, kSysRtSigreturn = 15;
   static constexpr std::uint64_t kSysClockGettime = 228, kSysGettimeofday = 96, kSysTime = 201,
-                                  kSysSysinfo = 99;
+                                 kSysSysinfo = 99;
   static constexpr std::uint64_t kMaxStackGrowth = 8u << 20;  // the default RLIMIT_STACK
 
   static std::uint32_t UcProt(const Mapping& m) {
