@@ -4,6 +4,7 @@
 // record_replay_test.cc, emu/emu_crosscheck_test.cc).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 
 #include "recorder/signal_disposition.h"
 #include "recorder/thread_scheduler.h"
+#include "recorder/tracee.h"
 #include "recorder/write_capture.h"
 
 namespace backstep::record {
@@ -100,6 +102,28 @@ TEST(SignalDisposition, ReadsThisProcessesHandlers) {
   EXPECT_FALSE(StopsByDefault(SIGTERM));
   EXPECT_TRUE(RestartsSyscall(static_cast<std::uint64_t>(-512)));  // -ERESTARTSYS
   EXPECT_FALSE(RestartsSyscall(static_cast<std::uint64_t>(-4)));   // -EINTR
+}
+
+// Killing a tracee reaps its threads only: another child of the recorder
+// (the native engine's interval workers) keeps its exit status for its own
+// waitpid. Before, Kill() waited for any child and took the worker's.
+TEST(Tracee, KillLeavesOtherChildrenToTheirWaiters) {
+  const pid_t worker = fork();
+  ASSERT_GE(worker, 0);
+  if (worker == 0) _exit(7);
+  siginfo_t info{};  // the worker is a zombie before the tracee is killed
+  ASSERT_EQ(waitid(P_PID, worker, &info, WEXITED | WNOWAIT), 0);
+  {
+    SpawnOptions options;
+    options.argv = {"/bin/sleep", "30"};
+    core::Expected<Tracee> tracee = Tracee::Spawn(options);
+    ASSERT_TRUE(tracee.ok()) << tracee.status().message();
+    tracee->Kill();
+    EXPECT_FALSE(tracee->alive());
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(worker, &status, 0), worker) << "the worker's status was taken";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 7);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "recorder/tracee.h"
 
+#include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -11,9 +12,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace backstep::record {
 namespace {
@@ -21,6 +26,42 @@ namespace {
 constexpr std::size_t kPage = 4096;
 
 std::string Errno(int e) { return std::strerror(e); }
+
+// The tids of `leader`'s thread group, leader excluded (/proc/PID/task; a
+// traced thread that exited stays listed until its tracer reaps it).
+std::vector<pid_t> OtherThreads(pid_t leader) {
+  std::vector<pid_t> tids;
+  DIR* dir = opendir(("/proc/" + std::to_string(leader) + "/task").c_str());
+  if (dir == nullptr) return tids;
+  while (const dirent* entry = readdir(dir)) {
+    const pid_t tid = static_cast<pid_t>(std::atoi(entry->d_name));
+    if (tid > 0 && tid != leader) tids.push_back(tid);
+  }
+  closedir(dir);
+  return tids;
+}
+
+// Reaps every thread of `leader`'s group, which is exiting (killed, or after
+// exit_group), and returns the leader's exit status. Waits by tid, never for
+// any child: the recorder's other children (the native engine's workers)
+// keep their statuses for their own waits. The leader's exit is reported only
+// after its other threads are reaped. nullopt when the leader is not (or no
+// longer) this process's child.
+std::optional<int> ReapThreadGroup(pid_t leader) {
+  int status = 0;
+  for (;;) {
+    bool progressed = false;
+    for (pid_t tid : OtherThreads(leader)) {
+      int ignored = 0;
+      if (waitpid(tid, &ignored, __WALL | WNOHANG) == tid) progressed = true;
+    }
+    const pid_t got = waitpid(leader, &status, __WALL | WNOHANG);
+    if (got == leader && (WIFEXITED(status) || WIFSIGNALED(status))) return status;
+    if (got < 0 && errno == ECHILD) return std::nullopt;
+    if (got == leader) progressed = true;
+    if (!progressed) usleep(1000);
+  }
+}
 
 [[noreturn]] void ChildFail(int pipe_fd, int stage) {
   const int e[2] = {stage, errno};
@@ -143,12 +184,7 @@ Tracee::~Tracee() {
 void Tracee::Kill() {
   if (pid_ <= 0) return;
   kill(pid_, SIGKILL);
-  // Reap every traced task (a thread or child the tracee created stops too,
-  // and the leader's exit is reported only after them).
-  int status = 0;
-  for (pid_t p; (p = waitpid(-1, &status, __WALL)) > 0;) {
-    if (p == pid_ && (WIFEXITED(status) || WIFSIGNALED(status))) break;
-  }
+  ReapThreadGroup(pid_);
   pid_ = -1;
 }
 
@@ -256,12 +292,8 @@ core::Expected<std::uint64_t> Tracee::InjectSyscall(pid_t tid, core::Address sys
 
 void Tracee::ReapAll(Stop* stop) {
   if (pid_ <= 0) return;
-  int status = 0;
-  for (pid_t p; (p = waitpid(-1, &status, __WALL)) > 0;) {
-    if (p == pid_ && (WIFEXITED(status) || WIFSIGNALED(status))) {
-      *stop = Decode(p, status);
-      break;
-    }
+  if (const std::optional<int> status = ReapThreadGroup(pid_)) {
+    *stop = Decode(pid_, *status);
   }
   pid_ = -1;
 }
