@@ -22,15 +22,8 @@ constexpr Address kBig = 0x10000000;  // 2 MiB: over the reader's fill limit
 constexpr std::uint64_t kBigSize = 0x200000;
 constexpr Address kTop = kBig + kBigSize;  // the first byte after it
 
-struct Read {
-  std::vector<std::uint8_t> values, known;
-};
-
-Read ReadAt(Cursor& cursor, Address address, std::size_t n) {
-  Read r{std::vector<std::uint8_t>(n, 0xee), std::vector<std::uint8_t>(n, 0xee)};
-  EXPECT_TRUE(cursor.ReadMemory(address, r.values, r.known).ok());
-  return r;
-}
+using testing::KnownBytes;
+constexpr auto ReadAt = testing::ReadKnownBytes;
 
 class UnfilledReadTest : public ::testing::Test {
  protected:
@@ -62,14 +55,10 @@ class UnfilledReadTest : public ::testing::Test {
     (*writer)->EndSyscall();
     (*writer)->AppendInstruction(instruction(0x400006));
     ASSERT_TRUE((*writer)->Finish().ok());
-    OpenOptions options;
-    options.cache_dir = ::testing::TempDir();
-    auto trace = Trace::Open(path_, options);
-    ASSERT_TRUE(trace.ok()) << trace.status().ToString();
-    trace_ = *trace;
-    auto cursor = trace_->NewCursor();
-    ASSERT_TRUE(cursor.ok()) << cursor.status().ToString();
-    cursor_ = std::move(*cursor);
+    auto opened = testing::OpenRecording(path_, ::testing::TempDir());
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    trace_ = opened->trace;
+    cursor_ = std::move(opened->cursor);
   }
   void TearDown() override {
     cursor_.reset();
@@ -90,15 +79,15 @@ TEST_F(UnfilledReadTest, NeverWrittenBytesReadAsZeroWhileMapped) {
 
   ASSERT_TRUE(cursor_->Seek(Position(2)).ok());
   // Under the write: zeros, known; the written bytes as written.
-  Read top = ReadAt(*cursor_, kTop - 16, 16);
+  KnownBytes top = ReadAt(*cursor_, kTop - 16, 16);
   EXPECT_EQ(top.known, std::vector<std::uint8_t>(16, 1));
   EXPECT_EQ(top.values,
             (std::vector<std::uint8_t>{0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8}));
-  Read bottom = ReadAt(*cursor_, kBig, 600);
+  KnownBytes bottom = ReadAt(*cursor_, kBig, 600);
   EXPECT_EQ(bottom.known, std::vector<std::uint8_t>(600, 1));
   EXPECT_EQ(bottom.values, std::vector<std::uint8_t>(600, 0));
   // Past the mapping's end: unknown again.
-  Read across = ReadAt(*cursor_, kTop - 2, 4);
+  KnownBytes across = ReadAt(*cursor_, kTop - 2, 4);
   EXPECT_EQ(across.known, (std::vector<std::uint8_t>{1, 1, 0, 0}));
   EXPECT_EQ(across.values, (std::vector<std::uint8_t>{7, 8, 0, 0}));
 

@@ -22,15 +22,8 @@ constexpr std::uint64_t kRegionSize = 0x8000;
 constexpr Address kProbe = kRegion + 0x4000;  // region[4*4096]
 constexpr std::uint64_t kBigSize = 0x200000;  // over the reader's fill limit
 
-struct Read {
-  std::vector<std::uint8_t> values, known;
-};
-
-Read ReadAt(Cursor& cursor, Address address, std::size_t n) {
-  Read r{std::vector<std::uint8_t>(n, 0xee), std::vector<std::uint8_t>(n, 0xee)};
-  EXPECT_TRUE(cursor.ReadMemory(address, r.values, r.known).ok());
-  return r;
-}
+using testing::KnownBytes;
+constexpr auto ReadAt = testing::ReadKnownBytes;
 
 std::vector<std::uint8_t> Bytes(std::size_t n, std::uint8_t value) {
   return std::vector<std::uint8_t>(n, value);
@@ -97,14 +90,10 @@ class UnmappedReadTest : public ::testing::Test {
     writer.AppendInstruction(later);
     writer.AppendInstruction(instruction(0x400010));  // 8
     ASSERT_TRUE(writer.Finish().ok());
-    OpenOptions options;
-    options.cache_dir = ::testing::TempDir();
-    auto trace = Trace::Open(path_, options);
-    ASSERT_TRUE(trace.ok()) << trace.status().ToString();
-    trace_ = *trace;
-    auto cursor = trace_->NewCursor();
-    ASSERT_TRUE(cursor.ok()) << cursor.status().ToString();
-    cursor_ = std::move(*cursor);
+    auto opened = testing::OpenRecording(path_, ::testing::TempDir());
+    ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+    trace_ = opened->trace;
+    cursor_ = std::move(opened->cursor);
   }
   void TearDown() override {
     cursor_.reset();
@@ -122,7 +111,7 @@ class UnmappedReadTest : public ::testing::Test {
 
 TEST_F(UnmappedReadTest, UnmappedBytesAreUnknownForwardAndBackward) {
   ASSERT_TRUE(cursor_->Seek(Position(2)).ok());
-  Read before = ReadAt(*cursor_, kProbe, 16);
+  KnownBytes before = ReadAt(*cursor_, kProbe, 16);
   EXPECT_EQ(before.known, Bytes(16, 1));
   EXPECT_EQ(before.values, written_);
 
@@ -135,7 +124,7 @@ TEST_F(UnmappedReadTest, UnmappedBytesAreUnknownForwardAndBackward) {
 
   // Backward across it: the bytes read again.
   ASSERT_TRUE(cursor_->StepBackward().ok());
-  Read again = ReadAt(*cursor_, kProbe, 16);
+  KnownBytes again = ReadAt(*cursor_, kProbe, 16);
   EXPECT_EQ(again.known, Bytes(16, 1));
   EXPECT_EQ(again.values, written_);
 
@@ -148,13 +137,13 @@ TEST_F(UnmappedReadTest, UnmappedBytesAreUnknownForwardAndBackward) {
 TEST_F(UnmappedReadTest, RemappedRangesShowTheNewMappingNotTheOldBytes) {
   // Anonymous: the zero fill.
   ASSERT_TRUE(cursor_->Seek(Position(4)).ok());
-  Read anonymous = ReadAt(*cursor_, kProbe, 16);
+  KnownBytes anonymous = ReadAt(*cursor_, kProbe, 16);
   EXPECT_EQ(anonymous.known, Bytes(16, 1));
   EXPECT_EQ(anonymous.values, Bytes(16, 0));
 
   // A file: its recorded contents, zeros after them.
   ASSERT_TRUE(cursor_->StepForward().ok());
-  Read file = ReadAt(*cursor_, kProbe, 16);
+  KnownBytes file = ReadAt(*cursor_, kProbe, 16);
   EXPECT_EQ(file.known, Bytes(16, 1));
   std::vector<std::uint8_t> expected = Bytes(16, 0);
   std::fill_n(expected.begin(), 4, 0x5a);
@@ -162,7 +151,7 @@ TEST_F(UnmappedReadTest, RemappedRangesShowTheNewMappingNotTheOldBytes) {
 
   // One page unmapped: a read across its start is known up to it only.
   ASSERT_TRUE(cursor_->StepForward().ok());
-  Read across = ReadAt(*cursor_, kProbe - 2, 4);
+  KnownBytes across = ReadAt(*cursor_, kProbe - 2, 4);
   EXPECT_EQ(across.known, (std::vector<std::uint8_t>{1, 1, 0, 0}));
   EXPECT_EQ(across.values, (std::vector<std::uint8_t>{0, 0, 0, 0}));
   EXPECT_EQ(ReadAt(*cursor_, kProbe + 0x1000, 4).known, Bytes(4, 1));
@@ -170,7 +159,7 @@ TEST_F(UnmappedReadTest, RemappedRangesShowTheNewMappingNotTheOldBytes) {
   // 2 MiB mapped over it, without a fill in the trace: zeros, not the
   // bytes the index last saw there (0x5a, 0xab), then what is written since.
   ASSERT_TRUE(cursor_->StepForward().ok());
-  Read big = ReadAt(*cursor_, kProbe - 8, 32);
+  KnownBytes big = ReadAt(*cursor_, kProbe - 8, 32);
   EXPECT_EQ(big.known, Bytes(32, 1));
   EXPECT_EQ(big.values, Bytes(32, 0));
   ASSERT_TRUE(cursor_->StepForward().ok());
@@ -179,7 +168,7 @@ TEST_F(UnmappedReadTest, RemappedRangesShowTheNewMappingNotTheOldBytes) {
   expected = Bytes(16, 0);
   expected[2] = expected[3] = 0xcd;
   EXPECT_EQ(big.values, expected);
-  Read beyond = ReadAt(*cursor_, kRegion + kRegionSize, 8);  // never mapped before
+  KnownBytes beyond = ReadAt(*cursor_, kRegion + kRegionSize, 8);  // never mapped before
   EXPECT_EQ(beyond.known, Bytes(8, 1));
   EXPECT_EQ(beyond.values, Bytes(8, 0));
   // Back before the big mapping: the unmapped page again.

@@ -27,6 +27,21 @@ UsercornInstruction BareInstruction(Address pc) {
   return insn;
 }
 
+Expected<OpenedRecording> OpenRecording(const std::string& path, const std::string& cache_dir) {
+  OpenOptions options;
+  options.cache_dir = cache_dir;
+  OpenedRecording opened;
+  BACKSTEP_ASSIGN_OR_RETURN(opened.trace, Trace::Open(path, options));
+  BACKSTEP_ASSIGN_OR_RETURN(opened.cursor, opened.trace->NewCursor());
+  return opened;
+}
+
+KnownBytes ReadKnownBytes(Cursor& cursor, Address address, std::size_t n) {
+  KnownBytes read{std::vector<std::uint8_t>(n, 0xee), std::vector<std::uint8_t>(n, 0xee)};
+  if (!cursor.ReadMemory(address, read.values, read.known).ok()) return {};
+  return read;
+}
+
 std::string EventSummary(const Event& e) {
   std::string out(EventKindName(e.kind));
   out += " t" + std::to_string(e.thread.value);

@@ -83,16 +83,10 @@ TEST(UsercornExecTest, TheExecEventNamesTheNewExecutable) {
   const std::string path = "/usr/lib/a path; with \"separators\"/new-prog";
   auto reader = OpenBytes(TwoImages(path));
   ASSERT_TRUE(reader.ok()) << reader.status().ToString();
-  std::vector<EventNotes> notes;
-  std::vector<Event> events;
-  Event e;
-  while (true) {
-    auto more = (*reader)->Next(&e);
-    ASSERT_TRUE(more.ok()) << more.status().ToString();
-    if (!*more) break;
-    events.push_back(e);
-    notes.push_back(ReadEventNotes(e));
-  }
+  auto read = usercorn_test::ReadEventsWithNotes(**reader);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  const std::vector<Event>& events = read->events;
+  const std::vector<EventNotes>& notes = read->notes;
   ASSERT_EQ(events.size(), 4u);  // nop, syscall (exec), first instruction, exit
   EXPECT_FALSE(notes[0].execs);
   EXPECT_EQ(events[1].kind, EventKind::kInstruction);

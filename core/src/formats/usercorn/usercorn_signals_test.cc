@@ -46,16 +46,10 @@ TEST(UsercornSignalsTest, DeliveriesAreInterruptsAndTheEndNamesTheSignal) {
 
   auto reader = OpenBytes(w->TakeBytes());
   ASSERT_TRUE(reader.ok()) << reader.status().ToString();
-  std::vector<Event> events;
-  std::vector<EventNotes> notes;
-  Event e;
-  while (true) {
-    auto more = (*reader)->Next(&e);
-    ASSERT_TRUE(more.ok()) << more.status().ToString();
-    if (!*more) break;
-    events.push_back(e);
-    notes.push_back(ReadEventNotes(e));
-  }
+  auto read = usercorn_test::ReadEventsWithNotes(**reader);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  const std::vector<Event>& events = read->events;
+  const std::vector<EventNotes>& notes = read->notes;
   ASSERT_EQ(events.size(), 5u);
   EXPECT_EQ(events[0].kind, EventKind::kInstruction);
   EXPECT_EQ(notes[0].syscall, 62);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backstep/core/event_notes.h"
 #include "backstep/testing/usercorn_reading.h"
 #include "formats/usercorn/usercorn_reader.h"
 #include "util/hex.h"
@@ -36,6 +37,23 @@ inline std::vector<std::string> ReadAll(TraceReader& reader, std::size_t max = 1
     out.push_back(Summary(e));
   }
   return out;
+}
+
+// Every event from the reader's position and the notes read from each (the
+// same index in both); the reader's error, if any.
+struct EventsWithNotes {
+  std::vector<Event> events;
+  std::vector<EventNotes> notes;
+};
+inline Expected<EventsWithNotes> ReadEventsWithNotes(TraceReader& reader) {
+  EventsWithNotes out;
+  Event e;
+  while (true) {
+    BACKSTEP_ASSIGN_OR_RETURN(bool more, reader.Next(&e));
+    if (!more) return out;
+    out.events.push_back(e);
+    out.notes.push_back(ReadEventNotes(e));
+  }
 }
 
 }  // namespace backstep::core::usercorn_test

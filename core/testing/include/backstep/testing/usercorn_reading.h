@@ -3,6 +3,8 @@
 // registry, so damaged magic bytes still reach the reader's own errors), and
 // render events compactly. Writing small recordings: a keyframe of bare
 // mappings and effect-free instructions, for tests that add their own ops.
+// Reading them back: the trace opened with a cursor, and bytes with whether
+// each is known.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -12,8 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "backstep/core/cursor.h"
 #include "backstep/core/event.h"
 #include "backstep/core/expected.h"
+#include "backstep/core/trace.h"
 #include "backstep/core/trace_reader.h"
 #include "backstep/core/usercorn_recording.h"
 
@@ -33,5 +37,21 @@ Status BeginBareRecording(UsercornRecordingWriter& writer, std::span<const Userc
                           Address pc);
 // A 2-byte instruction at `pc` with no effects.
 UsercornInstruction BareInstruction(Address pc);
+
+// A written recording opened (its index in `cache_dir`) with a cursor at its
+// start.
+struct OpenedRecording {
+  std::shared_ptr<Trace> trace;
+  std::unique_ptr<Cursor> cursor;
+};
+Expected<OpenedRecording> OpenRecording(const std::string& path, const std::string& cache_dir);
+
+// `n` bytes at `address` where `cursor` is, and per byte 1 when it is known.
+// Both empty when the read fails, so that a comparison with what a test
+// expects fails.
+struct KnownBytes {
+  std::vector<std::uint8_t> values, known;
+};
+KnownBytes ReadKnownBytes(Cursor& cursor, Address address, std::size_t n);
 
 }  // namespace backstep::core::testing
