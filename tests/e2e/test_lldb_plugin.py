@@ -2,9 +2,9 @@
 
 Drives lldb-19 in-process through its Python SB API (Debian's /usr/bin/python3
 with python3-lldb-19) and through `lldb-19 --batch` command files, on
-recordings of tests/programs/scenario.c (-O0, static and PIE), on a generated
-REVEN trace and on a partial-state trace (the static recording converted to a
-gdb tfile). The acceptance test compares positions with gdb 13: the same
+recordings of tests/programs/scenario.c (-O0, static and PIE) and on a
+partial-state trace (the static recording exported to a gdb tfile); the other
+formats are in test_lldb_plugin_formats.py. The acceptance test compares positions with gdb 13: the same
 breakpoints, then reverse-stepi / reverse-next / reverse-finish one command at
 a time in both debuggers, `monitor when` (gdb) and `backstep when` (LLDB)
 after each, over the same trace.
@@ -14,88 +14,16 @@ Run by ctest:
                                        --plugin libbackstep_lldb.so
 """
 
-import argparse
 import os
 import re
-import subprocess
 import sys
-import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import recorded  # noqa: E402
 import util  # noqa: E402
-
-_parser = argparse.ArgumentParser()
-_parser.add_argument("--plugin", required=True)
-_parser.add_argument("--make-avx512", required=True)
-_args, _rest = _parser.parse_known_args()
-sys.argv[1:] = _rest
-PLUGIN = os.path.abspath(_args.plugin)
-MAKE_AVX512 = _args.make_avx512
-PROGRAMS = recorded.programs_dir_from_argv()
-L = recorded.LINES
-
-# The sanitizer build runs this script with the ASan runtime preloaded (an
-# ASan-built plugin needs it first in the process). Children (gdb, backstep,
-# lldb-19) must not inherit it: lldb-19 itself hangs in setlocale() at
-# start-up with libasan preloaded.
-ASAN_PRELOADED = "libasan" in os.environ.pop("LD_PRELOAD", "")
-sys.path.insert(0, subprocess.run(["lldb-19", "-P"], stdout=subprocess.PIPE, text=True,
-                                  check=True).stdout.strip())
-import lldb  # noqa: E402
-
-
-def position(text):
-    match = re.search(r"^position (\d+) of", text, re.M)
-    assert match, text
-    return int(match.group(1))
-
-
-class Lldb:
-    """One SB debugger with the plugin loaded."""
-
-    def __init__(self):
-        self.debugger = lldb.SBDebugger.Create(False)
-        self.debugger.SetAsync(False)
-        # What LLDB prints outside command results (a watchpoint's old/new values).
-        env = util.Env.from_argv()
-        self.console_path = os.path.join(env.dir, "console-%d.txt" % id(self))
-        self.console = open(self.console_path, "w")
-        self.debugger.SetOutputFileHandle(self.console, False)
-        self.console_read = 0
-        self.interpreter = self.debugger.GetCommandInterpreter()
-        self.run("plugin load " + PLUGIN)
-
-    def run(self, command, ok=True):
-        result = lldb.SBCommandReturnObject()
-        self.interpreter.HandleCommand(command, result)
-        out = (result.GetOutput() or "") + (result.GetError() or "")
-        if ok is not None:
-            assert result.Succeeded() == ok, "%r: succeeded=%s\n%s" % (command, result.Succeeded(),
-                                                                      out)
-        return out
-
-    def when(self):
-        return position(self.run("backstep when"))
-
-    def console_text(self):
-        """The console output since the last call."""
-        self.debugger.GetOutputFile().Flush()
-        self.console.flush()
-        with open(self.console_path) as f:
-            text = f.read()
-        new, self.console_read = text[self.console_read:], len(text)
-        return new
-
-    def frame(self):
-        thread = self.debugger.GetSelectedTarget().GetProcess().GetSelectedThread()
-        return thread.GetFrameAtIndex(0)
-
-    def close(self):
-        lldb.SBDebugger.Destroy(self.debugger)
-        self.console.close()
+from lldb_plugin import ASAN_PRELOADED, L, PLUGIN, PROGRAMS, Lldb, lldb  # noqa: E402
 
 
 def gdb_positions(env, rec, setup, steps):
@@ -339,7 +267,6 @@ class StaticTest(Recorded, unittest.TestCase):
         for _ in range(100):
             if task_count() == threads and mappings_of(pie.trace.path) == 0:
                 break
-            import time
             time.sleep(0.05)
         self.assertEqual(mappings_of(pie.trace.path), 0)
         self.assertEqual(task_count(), threads)
@@ -369,9 +296,9 @@ class PieTest(Recorded, unittest.TestCase):
             self.lldb.debugger.GetSelectedTarget()))
         self.assertLess(self.lldb.when(), before)
 
-
-class OtherFormats(unittest.TestCase):
-    """A REVEN trace (no program) and a partial-state tfile."""
+class PartialStateTfile(unittest.TestCase):
+    """The static recording exported to a tfile: registers and memory only
+    where a frame collected them."""
 
     @classmethod
     def setUpClass(cls):
@@ -382,28 +309,6 @@ class OtherFormats(unittest.TestCase):
 
     def tearDown(self):
         self.lldb.close()
-
-    def test_reven_trace(self):
-        trace = self.env.trace()
-        out = self.lldb.run("backstep open %s" % trace.path)
-        self.assertIn("no program", out)
-        self.lldb.run("breakpoint set -a 0x%x" % trace.far_pc)
-        self.lldb.run("continue")
-        hit = self.lldb.when()
-        self.assertEqual(self.lldb.frame().GetPC(), trace.far_pc)
-        self.lldb.run("thread step-inst")
-        self.lldb.run("rsi")
-        self.assertEqual(self.lldb.when(), hit)
-        self.lldb.run("rsi")
-        self.assertEqual(self.lldb.when(), hit - 1)
-        self.assertEqual(self.lldb.frame().GetPC(), self.env.dump_rip(trace, hit - 1))
-        self.lldb.run("backstep goto end")
-        self.lldb.run("rc")
-        self.assertEqual(self.lldb.when(), hit)
-        history = self.lldb.run("backstep history 0x%x %d" % (trace.once_address,
-                                                              trace.once_size))
-        self.assertRegex(history, r"^event %d \(thread \d+\) wrote" % trace.once_event)
-        self.assertIn("format:     reven", self.lldb.run("backstep info"))
 
     def test_partial_state_tfile(self):
         rec = recorded.record(self.env, PROGRAMS, "O0_static")
@@ -424,92 +329,6 @@ class OtherFormats(unittest.TestCase):
         self.assertEqual(self.lldb.when(), hit)
         self.lldb.run("rsi")
         self.assertEqual(self.lldb.when(), hit - 1)
-
-
-class Avx512(unittest.TestCase):
-    """The served register set is the same in every front end: a trace with
-    AVX-512 state has k0-7 and xmm16-31 in the plugin as in `backstep serve`."""
-
-    def test_avx512_registers_in_the_plugin_and_over_gdb_remote(self):
-        env = util.Env.from_argv()
-        path = os.path.join(env.dir, "avx512.ucir")
-        facts = dict(line.split() for line in util.run([MAKE_AVX512, path]).splitlines())
-        expected_k1 = int(facts["k1"], 16)
-        xmm17 = int(facts["xmm17"], 16).to_bytes(16, "little")
-        expected_xmm17 = "{%s}" % " ".join("0x%02x" % b for b in xmm17)
-        debugger = Lldb()
-        try:
-            debugger.run("backstep open " + path)
-            plugin = debugger.run("register read k1 xmm17")
-        finally:
-            debugger.close()
-        with util.Server(env, util.Trace(path, {})) as server:
-            remote = util.lldb(env, server, ["register read k1 xmm17"])
-        for out in (plugin, remote):
-            self.assertEqual(util.values(r"^\s+k1 = (0x[0-9a-f]+)$", out), [expected_k1], out)
-            util.expect(self, r"^\s+xmm17 = %s$" % re.escape(expected_xmm17), out, count=1)
-
-
-class Interrupt(unittest.TestCase):
-    """SBProcess.SendAsyncInterrupt (Ctrl-C in lldb-19) stops a long move at
-    once, and the session goes on from there."""
-
-    def test_interrupt_a_long_step_loop(self):
-        env = util.Env.from_argv()
-        path = os.path.join(env.dir, "long.bin")
-        util.run([env.make_example, path, "--events", "200000", "--seed", "5"])
-        util.run([env.backstep, "index", path])
-        debugger = Lldb()
-        try:
-            debugger.run("backstep open " + path)
-            # 190,000 instruction steps, one stop each: minutes without
-            # the interrupt.
-            done = threading.Event()
-            outcome = {}
-
-            def steps():
-                outcome["out"] = debugger.run("thread step-inst -c 190000", ok=None)
-                done.set()
-            worker = threading.Thread(target=steps, daemon=True)
-            worker.start()
-            time.sleep(1)
-            debugger.debugger.GetSelectedTarget().GetProcess().SendAsyncInterrupt()
-            self.assertTrue(done.wait(util.STEP_TIMEOUT), "the interrupt did not stop the steps")
-            stopped = debugger.when()
-            self.assertGreater(stopped, 0, outcome["out"])
-            self.assertLess(stopped, 190000, outcome["out"])
-            debugger.run("backstep rsi")
-            self.assertEqual(debugger.when(), stopped - 1)
-        finally:
-            debugger.close()
-
-
-class GdbSampleTfile(unittest.TestCase):
-    """gdb's own trace file sample (../shared/samples/gdb_tfile), no program."""
-
-    SAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared",
-                          "samples", "gdb_tfile", "stepping_amd64.tf")
-
-    def test_sample(self):
-        if not os.path.exists(self.SAMPLE):
-            self.fail("sample missing: " + self.SAMPLE)
-        env = util.Env.from_argv()
-        path = os.path.join(env.dir, "stepping_amd64.tf")  # the index goes next to it
-        with open(self.SAMPLE, "rb") as src, open(path, "wb") as dst:
-            dst.write(src.read())
-        debugger = Lldb()
-        try:
-            out = debugger.run("backstep open " + path)
-            events = int(re.search(r": (\d+) events", out).group(1))
-            self.assertIn("format:     tfile", debugger.run("backstep info"))
-            debugger.run("backstep goto end")
-            self.assertEqual(debugger.when(), events)
-            debugger.run("rsi")
-            self.assertEqual(debugger.when(), events - 1)
-            self.assertEqual(debugger.frame().GetPC(),
-                             env.dump_rip(util.Trace(path, {}), events - 1))
-        finally:
-            debugger.close()
 
 
 @unittest.skipIf(ASAN_PRELOADED, "the sanitizer build loads the ASan plugin only into this "
