@@ -9,6 +9,7 @@
 #include <capstone/capstone.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "backstep/core/cursor.h"
 #include "backstep/core/hex.h"
@@ -34,6 +35,31 @@ bool InUnfilledMapping(const Trace& trace, Address address, std::uint64_t length
   std::vector<std::uint8_t> values(length), known(length, 0);
   FillUnfilledMappings(*maps, address, values, known);
   return std::find(known.begin(), known.end(), 0) == known.end();
+}
+
+// What the mappings at `at` say of [address, address + length) before its
+// last write is followed: "unmapped" when a byte of it is unmapped there, the
+// zero fill when a mapping made at or after `last_write` (an event number;
+// none: UINT64_MAX) without its fill in the trace covers it all (the reads
+// show zeros there, not the older bytes), else "". Only traces that describe
+// mappings pay for the timeline's lookup.
+std::string MappingEnd(const Trace& trace, Address address, std::uint64_t length, Position at,
+                       std::uint64_t last_write, std::uint64_t* map_event) {
+  if (!trace.header().describes_mappings) return "";
+  Expected<std::shared_ptr<const MappingState>> state = trace.mappings().StateAt(at);
+  if (!state.ok()) return "";
+  const Address end = address + length;
+  for (const Mapping& gone : (*state)->unmapped) {
+    if (gone.start < end && address < gone.end()) return "unmapped";
+  }
+  for (const MappingState::Refill& refill : (*state)->refilled) {
+    if (refill.start <= address && end <= refill.start + refill.size &&
+        (last_write == UINT64_MAX || last_write < refill.map_event)) {
+      *map_event = refill.map_event;
+      return "zero fill of a mapping made during the run";
+    }
+  }
+  return "";
 }
 
 // Whether the recorded reads cover [address, address + length).
@@ -111,6 +137,21 @@ Expected<std::vector<OriginStep>> Origin(const Trace& trace, Address address, st
       BACKSTEP_ASSIGN_OR_RETURN(
           std::optional<Access> access,
           LastWrite(trace, current.location.address, current.location.length, before));
+      std::uint64_t map_event = 0;
+      const std::string mapping_end =
+          MappingEnd(trace, current.location.address, current.location.length, before,
+                     access ? access->event : UINT64_MAX, &map_event);
+      if (!mapping_end.empty()) {
+        // The bytes were unmapped or mapped again since their last write:
+        // that write no longer gave them their value.
+        BACKSTEP_RETURN_IF_ERROR(cursor->Seek(before));
+        step.thread = cursor->current_thread();
+        BACKSTEP_RETURN_IF_ERROR(read_location(current, step.thread, step));
+        if (mapping_end != "unmapped") step.position = Position(map_event);
+        step.end = mapping_end;
+        steps.push_back(std::move(step));
+        break;
+      }
       if (!access) {
         BACKSTEP_RETURN_IF_ERROR(cursor->Seek(before));
         step.thread = cursor->current_thread();

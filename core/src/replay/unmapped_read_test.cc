@@ -10,6 +10,7 @@
 
 #include "backstep/core/cursor.h"
 #include "backstep/core/mappings.h"
+#include "backstep/core/provenance.h"
 #include "backstep/core/trace.h"
 #include "backstep/core/usercorn_recording.h"
 #include "backstep/testing/usercorn_reading.h"
@@ -197,6 +198,38 @@ TEST_F(UnmappedReadTest, TheTimelineListsTheUnmappedRangesAndIsShared) {
   EXPECT_EQ(at(7)->refilled, refilled);
   // Positions between the same two changes share one state.
   EXPECT_EQ(at(7).get(), at(9).get());
+}
+
+// origin stops where the mappings say the last write no longer holds: at an
+// unmapped byte, and at a mapping made over the bytes after their last write.
+TEST_F(UnmappedReadTest, OriginStopsAtAnUnmapAndAtAMappingMadeSinceTheWrite) {
+  auto steps = Origin(*trace_, kProbe, 4, Position(3));  // after the unmap of event 2
+  ASSERT_TRUE(steps.ok()) << steps.status().ToString();
+  ASSERT_EQ(steps->size(), 1u);
+  EXPECT_EQ(steps->front().end, "unmapped");
+  EXPECT_EQ(steps->front().known, Bytes(4, 0));
+
+  // Before the unmap the chain still starts at event 1's store.
+  steps = Origin(*trace_, kProbe, 4, Position(2));
+  ASSERT_TRUE(steps.ok()) << steps.status().ToString();
+  ASSERT_FALSE(steps->empty());
+  EXPECT_EQ(steps->front().position, Position(1));
+
+  // After event 6 mapped 2 MiB over the region: the zero fill of event 6,
+  // not the file bytes event 4 wrote.
+  steps = Origin(*trace_, kProbe, 2, Position(7));
+  ASSERT_TRUE(steps.ok()) << steps.status().ToString();
+  ASSERT_EQ(steps->size(), 1u);
+  EXPECT_EQ(steps->front().end, "zero fill of a mapping made during the run");
+  EXPECT_EQ(steps->front().position, Position(6));
+  EXPECT_EQ(steps->front().value, Bytes(2, 0));
+  EXPECT_EQ(steps->front().known, Bytes(2, 1));
+
+  // Written since (event 7): the chain starts at that write.
+  steps = Origin(*trace_, kProbe + 2, 2, Position(9));
+  ASSERT_TRUE(steps.ok()) << steps.status().ToString();
+  ASSERT_FALSE(steps->empty());
+  EXPECT_EQ(steps->front().position, Position(7));
 }
 
 }  // namespace

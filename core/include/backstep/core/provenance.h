@@ -31,7 +31,11 @@
 // address of call", "written by syscall" (non-instruction events),
 // "initial image" (no write before: the value was in the initial state),
 // "zero fill of a mapping made during the run" (no write since a mapping
-// the trace did not zero-fill was made: backstep/core/mappings.h),
+// the trace did not zero-fill was made: backstep/core/mappings.h; also
+// when such a mapping was made over the bytes after their last write, the
+// step's position then the mapping's event), "unmapped" (a byte of the
+// location is unmapped at the step's position: its last write no longer
+// holds),
 // "initial registers", "not found within N events" (register scan bound,
 // register_queries.h), "registers cleared" (tfile frame), "undecodable
 // instruction", "pc unknown", "extension by movzx" (the bytes a zero/sign
@@ -80,7 +84,8 @@ struct OriginLocation {
 
 struct OriginStep {
   OriginLocation location;
-  std::optional<Position> position;  // the writer; nullopt at "initial image"
+  std::optional<Position> position;  // the writer (the mapping at a zero fill made over
+                                     // older bytes); nullopt at "initial image"
   std::optional<Address> pc;
   ThreadId thread;
   std::string instruction;  // "mov qword ptr [rip + 0x2ee5], rax", or ""
