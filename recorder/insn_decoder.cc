@@ -398,8 +398,12 @@ void InsnDecoder::DecodeInto(core::Address pc, std::span<const std::uint8_t> byt
     // capstone 4's "write" is right when present, its "read only" often
     // wrong (rol, cmpxchg, movnti, fstp, SIMD stores): a memory operand that
     // can be a destination (the first, in Intel order) is a maybe-write.
-    const bool write = (op.access & CS_AC_WRITE) != 0 || fixed_size != 0;
-    if (!write && (i != 0 || ReadsOnlyFirstOperand(in.id))) continue;
+    // capstone 4 also says "write" for test's memory operand (f7 /0).
+    const bool read_only = i != 0 || ReadsOnlyFirstOperand(in.id);
+    const bool write =
+        ((op.access & CS_AC_WRITE) != 0 && !(i == 0 && ReadsOnlyFirstOperand(in.id))) ||
+        fixed_size != 0;
+    if (!write && read_only) continue;
     if (IsVectorReg(op.mem.index)) {
       d->unknown_writes = true;  // VSIB: a scatter
       continue;
