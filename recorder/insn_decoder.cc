@@ -219,6 +219,14 @@ void InsnDecoder::DecodeInto(core::Address pc, std::span<const std::uint8_t> byt
   }
   const cs_insn& in = insn[0];
   const cs_x86& x = in.detail->x86;
+  // A VSIB operand (AVX2 gather): Zydis describes its lanes.
+  for (unsigned i = 0; i < x.op_count; ++i) {
+    if (x.operands[i].type == X86_OP_MEM && IsVectorReg(x.operands[i].mem.index) &&
+        DecodeWithZydis(pc, bytes, d)) {
+      cs_free(insn, n);
+      return;
+    }
+  }
   d->size = static_cast<std::uint8_t>(in.size);
   d->fp = FpByOpcode(bytes.first(in.size));
   for (unsigned g = 0; g < in.detail->groups_count; ++g) d->fp |= IsFpGroup(in.detail->groups[g]);
