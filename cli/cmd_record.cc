@@ -170,6 +170,12 @@ int RunRecord(Args& args) {
                  "the program\n",
                  static_cast<unsigned long long>(r.undecodable));
   }
+  if (r.unbounded_reads) {
+    std::fprintf(stderr,
+                 "backstep: warning: %llu instruction steps read memory the decoder cannot "
+                 "bound: their reads are not in the trace; please report the program\n",
+                 static_cast<unsigned long long>(r.unbounded_reads));
+  }
   // The program's status, as a shell reports it (as `rr record` does), so
   // that scripts see its failure.
   if (r.end == record::RecordResult::End::kExited) return r.exit_code;

@@ -2,6 +2,7 @@
 
 #include <cpuid.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cstring>
 #include <string>
@@ -150,6 +151,30 @@ void CpuLayout::CollectFp(std::span<const std::uint8_t> x,
     Put(out[s], ids_[s], at_or_zero(at + 32, 32), 32);
     ++s;
   }
+}
+
+void CpuLayout::VectorRegister(std::span<const std::uint8_t> x, unsigned v,
+                               std::span<std::uint8_t, 64> out) const {
+  std::fill(out.begin(), out.end(), 0);
+  // Copies n bytes at `at` of the image, when it holds them (else the
+  // component is in its init state: zeros).
+  const auto copy = [&](std::size_t at, std::size_t n, std::size_t to) {
+    if (at + n <= x.size()) std::memcpy(&out[to], &x[at], n);
+  };
+  if (v < 16) {
+    copy(160 + 16u * v, 16, 0);
+    if (avx_) copy(ymmh_offset_ + 16u * v, 16, 16);
+    if (avx512_) copy(zmmh_offset_ + 32u * v, 32, 32);
+  } else if (avx512_ && v < 32) {
+    copy(hi16_offset_ + 64u * (v - 16), 64, 0);
+  }
+}
+
+std::uint64_t CpuLayout::Opmask(std::span<const std::uint8_t> x, unsigned k) const {
+  std::uint64_t value = 0;
+  if (avx512_ && k < 8 && opmask_offset_ + 8u * (k + 1) <= x.size())
+    std::memcpy(&value, &x[opmask_offset_ + 8u * k], 8);
+  return value;
 }
 
 void DiffRegisters(const CpuLayout& layout, std::span<const core::RegisterWrite> before,

@@ -46,6 +46,12 @@ class CpuLayout {
   // Registers from an XSAVE image into out[gpr_count(), count()).
   void CollectFp(std::span<const std::uint8_t> xstate, std::span<core::RegisterWrite> out) const;
   std::uint16_t size(std::size_t slot) const { return sizes_[slot]; }
+  // Vector register v (0-31) from an XSAVE image: its zmm bytes into `out`
+  // (the parts this CPU or image lacks are zero).
+  void VectorRegister(std::span<const std::uint8_t> xstate, unsigned v,
+                      std::span<std::uint8_t, 64> out) const;
+  // Opmask register k (0-7) from an XSAVE image (0 without AVX-512).
+  std::uint64_t Opmask(std::span<const std::uint8_t> xstate, unsigned k) const;
 
  private:
   std::vector<core::RegisterId> ids_;

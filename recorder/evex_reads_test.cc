@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "recorder/libc_symbols_test_util.h"
 #include "recorder/recorder.h"
 
 namespace backstep::record {
@@ -79,38 +80,17 @@ struct LibcReadsSink : RecordingSink {
   std::vector<LibcRead> reads;
 };
 
-std::string Run(const std::string& command) {
-  std::string out;
-  if (FILE* p = popen(command.c_str(), "r")) {
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, p)) out += buf;
-    pclose(p);
-  }
-  return out;
-}
-
 // The function of libc's detached debug symbols holding `vaddr`, or "" when
 // libc has no debug file installed.
 std::string LibcFunctionAt(const std::string& libc, std::uint64_t vaddr) {
-  const std::string notes = Run("readelf -n " + libc);
-  const std::size_t at = notes.find("Build ID: ");
-  if (at == std::string::npos) return "";
-  const std::string id = notes.substr(at + 10, notes.find('\n', at) - at - 10);
-  const std::string debug =
-      "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
-  if (access(debug.c_str(), R_OK) != 0) return "";
+  const std::string debug = test_util::DebugFileOf(libc);
+  if (debug.empty()) return "";
   std::string best;
   std::uint64_t best_address = 0;
-  std::istringstream symbols(Run("nm " + debug));
-  for (std::string line; std::getline(symbols, line);) {
-    unsigned long long a = 0;
-    char type = 0;
-    char name[256] = {};
-    if (std::sscanf(line.c_str(), "%llx %c %255s", &a, &type, name) != 3) continue;
-    if (type != 't' && type != 'T') continue;
-    if (a <= vaddr && a >= best_address) {
-      best_address = a;
-      best = name;
+  for (const test_util::FunctionSymbol& f : test_util::FunctionSymbols(debug)) {
+    if (f.address <= vaddr && f.address >= best_address) {
+      best_address = f.address;
+      best = f.name;
     }
   }
   return best;

@@ -219,6 +219,14 @@ void InsnDecoder::DecodeInto(core::Address pc, std::span<const std::uint8_t> byt
   }
   const cs_insn& in = insn[0];
   const cs_x86& x = in.detail->x86;
+  // A VSIB operand (AVX2 gather): Zydis describes its lanes.
+  for (unsigned i = 0; i < x.op_count; ++i) {
+    if (x.operands[i].type == X86_OP_MEM && IsVectorReg(x.operands[i].mem.index) &&
+        DecodeWithZydis(pc, bytes, d)) {
+      cs_free(insn, n);
+      return;
+    }
+  }
   d->size = static_cast<std::uint8_t>(in.size);
   d->fp = FpByOpcode(bytes.first(in.size));
   for (unsigned g = 0; g < in.detail->groups_count; ++g) d->fp |= IsFpGroup(in.detail->groups[g]);
@@ -398,8 +406,12 @@ void InsnDecoder::DecodeInto(core::Address pc, std::span<const std::uint8_t> byt
     // capstone 4's "write" is right when present, its "read only" often
     // wrong (rol, cmpxchg, movnti, fstp, SIMD stores): a memory operand that
     // can be a destination (the first, in Intel order) is a maybe-write.
-    const bool write = (op.access & CS_AC_WRITE) != 0 || fixed_size != 0;
-    if (!write && (i != 0 || ReadsOnlyFirstOperand(in.id))) continue;
+    // capstone 4 also says "write" for test's memory operand (f7 /0).
+    const bool read_only = i != 0 || ReadsOnlyFirstOperand(in.id);
+    const bool write =
+        ((op.access & CS_AC_WRITE) != 0 && !(i == 0 && ReadsOnlyFirstOperand(in.id))) ||
+        fixed_size != 0;
+    if (!write && read_only) continue;
     if (IsVectorReg(op.mem.index)) {
       d->unknown_writes = true;  // VSIB: a scatter
       continue;

@@ -38,8 +38,12 @@
 //     before and after; cmps: both;
 //   * fxrstor (512), xrstor family (the XCR0-sized area), frstor (108),
 //     fldenv (28).
-// Not bounded, so not recorded: VSIB gathers and undecodable instructions
-// (`unknown_reads`) and the kernel's reads of system call arguments.
+//   * VSIB gathers (`gather`, decoded with Zydis): each enabled lane's
+//     element, from the index and mask registers before the step
+//     (GatherReads, which needs the XSAVE image before the step).
+// Not bounded, so not recorded: undecodable instructions (`unknown_reads`:
+// the recorder counts their steps) and the kernel's reads of system call
+// arguments.
 //
 // Thread-safety: one thread at a time (capstone handle, cache).
 #pragma once
@@ -47,11 +51,13 @@
 #include <sys/user.h>
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
 
 #include "backstep/core/types.h"
+#include "recorder/cpu_state.h"
 
 namespace backstep::record {
 
@@ -73,7 +79,7 @@ struct Decoded {
   bool cpuid = false;
   bool breakpoint = false;  // int3/int1/int n
   bool unknown_writes = false;
-  bool unknown_reads = false;  // VSIB gathers
+  bool unknown_reads = false;  // reads not bounded: not recorded
   bool stack_pop = false;      // pop/ret/popf/iret: reads [rsp before, +8)
   bool leave = false;          // reads [rbp before, +8)
   bool string_read_rsi = false, string_read_rdi = false;  // lods/movs/outs, scas/cmps
@@ -87,6 +93,21 @@ struct Decoded {
   };
   std::vector<MemOperand> writes;  // explicit ones (+ implicit [rdi] of maskmov)
   std::vector<MemOperand> reads;   // explicit ones
+  // A VSIB gather (vpgatherdd ... vgatherqpd, VEX and EVEX): lane i, when
+  // enabled, reads element_size bytes at the address of `address` (its
+  // index unused) + sign-extended index lane i * address.scale.
+  struct Gather {
+    MemOperand address;
+    std::uint8_t index_register = 0;  // vector register number, 0-31
+    std::uint8_t index_size = 4;      // bytes per index lane: 4 or 8
+    std::uint8_t element_size = 4;    // bytes per data lane: 4 or 8
+    std::uint8_t lanes = 0;
+    // EVEX: opmask register k1-k7 (lane i enabled by bit i); VEX: a vector
+    // register (lane i enabled by the top bit of its data-sized lane i).
+    std::uint8_t mask_register = 0;
+    bool opmask = false;
+  };
+  std::optional<Gather> gather;
 };
 
 class InsnDecoder {
@@ -108,6 +129,12 @@ class InsnDecoder {
   // Ranges read by `d`, given the registers before and after its step.
   static void Reads(const Decoded& d, const user_regs_struct& before, const user_regs_struct& after,
                     std::vector<Range>* out);
+  // The element reads of gather `g` (Decoded::gather), given the registers
+  // and the XSAVE image (`layout`'s) before its step: one range per enabled
+  // lane.
+  static void GatherReads(const Decoded::Gather& g, const user_regs_struct& before,
+                          const CpuLayout& layout, std::span<const std::uint8_t> xstate_before,
+                          std::vector<Range>* out);
 
  private:
   void DecodeInto(core::Address pc, std::span<const std::uint8_t> bytes, Decoded* d);

@@ -3,6 +3,9 @@
 // InsnDecoder::Reads).
 #include <capstone/capstone.h>
 
+#include <array>
+#include <cstring>
+
 #include "recorder/insn_decoder.h"
 
 namespace backstep::record {
@@ -122,6 +125,31 @@ void InsnDecoder::Reads(const Decoded& d, const user_regs_struct& before,
   };
   if (d.string_read_rsi) string_range(before.rsi, after.rsi);
   if (d.string_read_rdi) string_range(before.rdi, after.rdi);
+}
+
+void InsnDecoder::GatherReads(const Decoded::Gather& g, const user_regs_struct& before,
+                              const CpuLayout& layout, std::span<const std::uint8_t> xstate_before,
+                              std::vector<Range>* out) {
+  std::array<std::uint8_t, 64> index{}, mask{};
+  layout.VectorRegister(xstate_before, g.index_register, index);
+  const std::uint64_t opmask = g.opmask ? layout.Opmask(xstate_before, g.mask_register) : 0;
+  if (!g.opmask) layout.VectorRegister(xstate_before, g.mask_register, mask);
+  const std::uint64_t base = OperandAddress(before, g.address);
+  for (unsigned lane = 0; lane < g.lanes; ++lane) {
+    // The lane's mask: a bit of the opmask, or the top bit of its data-sized lane.
+    const bool enabled =
+        g.opmask ? (opmask >> lane) & 1 : (mask[(lane + 1) * g.element_size - 1] & 0x80) != 0;
+    if (!enabled) continue;
+    std::int64_t i = 0;
+    if (g.index_size == 4) {
+      std::int32_t i32 = 0;
+      std::memcpy(&i32, &index[lane * 4], 4);
+      i = i32;
+    } else {
+      std::memcpy(&i, &index[lane * 8], 8);
+    }
+    out->push_back({base + static_cast<std::uint64_t>(i) * g.address.scale, g.element_size});
+  }
 }
 
 }  // namespace backstep::record

@@ -114,6 +114,9 @@ struct RecordResult {
   // Steps of instructions no decoder knows: their writes come from a diff
   // of memory, their reads are not recorded.
   std::uint64_t undecodable = 0;
+  // Steps of decoded instructions whose reads the decoder cannot bound (a
+  // VSIB form other than the gathers): not in the trace either.
+  std::uint64_t unbounded_reads = 0;
 };
 
 // Records until the program exits, max_instructions or progress says stop.

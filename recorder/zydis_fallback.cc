@@ -4,6 +4,7 @@
 #include <capstone/capstone.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace backstep::record {
 namespace {
@@ -24,6 +25,57 @@ std::uint16_t CapstoneReg(ZydisRegister r) {
   if (r == ZYDIS_REGISTER_FS) return X86_REG_FS;
   if (r == ZYDIS_REGISTER_GS) return X86_REG_GS;
   return 0;  // none, or cs/ds/es/ss (base 0 in 64-bit mode)
+}
+
+// The lanes of gather `insn` (VSIB operand `vsib`), or nullopt when it is
+// not one of the gathers (vgatherpf*: prefetches).
+std::optional<Decoded::Gather> GatherOf(const ZydisDecodedInstruction& insn,
+                                        const ZydisDecodedOperand* ops,
+                                        const ZydisDecodedOperand& vsib) {
+  Decoded::Gather g;
+  switch (insn.mnemonic) {  // V[P]GATHER<index size><element size>
+    case ZYDIS_MNEMONIC_VPGATHERDD:
+    case ZYDIS_MNEMONIC_VGATHERDPS:
+      g.index_size = 4, g.element_size = 4;
+      break;
+    case ZYDIS_MNEMONIC_VPGATHERDQ:
+    case ZYDIS_MNEMONIC_VGATHERDPD:
+      g.index_size = 4, g.element_size = 8;
+      break;
+    case ZYDIS_MNEMONIC_VPGATHERQD:
+    case ZYDIS_MNEMONIC_VGATHERQPS:
+      g.index_size = 8, g.element_size = 4;
+      break;
+    case ZYDIS_MNEMONIC_VPGATHERQQ:
+    case ZYDIS_MNEMONIC_VGATHERQPD:
+      g.index_size = 8, g.element_size = 8;
+      break;
+    default:
+      return std::nullopt;
+  }
+  // Operands: the destination, then (EVEX) the opmask or the VSIB operand
+  // and (VEX) the mask vector.
+  const ZydisRegister destination = ops[0].reg.value;
+  ZydisRegister mask = ZYDIS_REGISTER_NONE;
+  if (insn.encoding == ZYDIS_INSTRUCTION_ENCODING_EVEX) {
+    mask = insn.avx.mask.reg;
+    g.opmask = true;
+  } else if (insn.operand_count > 2 && ops[2].type == ZYDIS_OPERAND_TYPE_REGISTER) {
+    mask = ops[2].reg.value;
+  }
+  const ZydisRegister index = vsib.mem.index;
+  if (mask == ZYDIS_REGISTER_NONE || ZydisRegisterGetId(index) < 0 ||
+      ZydisRegisterGetId(mask) < 0) {
+    return std::nullopt;
+  }
+  g.index_register = static_cast<std::uint8_t>(ZydisRegisterGetId(index));
+  g.mask_register = static_cast<std::uint8_t>(ZydisRegisterGetId(mask));
+  const unsigned destination_bytes =
+      ZydisRegisterGetWidth(ZYDIS_MACHINE_MODE_LONG_64, destination) / 8;
+  const unsigned index_bytes = ZydisRegisterGetWidth(ZYDIS_MACHINE_MODE_LONG_64, index) / 8;
+  g.lanes = static_cast<std::uint8_t>(
+      std::min(destination_bytes / g.element_size, index_bytes / g.index_size));
+  return g.lanes ? std::optional(g) : std::nullopt;
 }
 
 }  // namespace
@@ -47,12 +99,8 @@ bool DecodeWithZydis(core::Address pc, std::span<const std::uint8_t> bytes, Deco
     const bool reads = (op.actions & (ZYDIS_OPERAND_ACTION_READ | ZYDIS_OPERAND_ACTION_CONDREAD));
     const bool writes =
         (op.actions & (ZYDIS_OPERAND_ACTION_WRITE | ZYDIS_OPERAND_ACTION_CONDWRITE));
-    if (op.mem.type == ZYDIS_MEMOP_TYPE_VSIB) {
-      d->unknown_reads |= reads;
-      d->unknown_writes |= writes;
-      continue;
-    }
-    if (op.mem.type != ZYDIS_MEMOP_TYPE_MEM) continue;  // lea's AGEN, MIB: no data
+    if (op.mem.type != ZYDIS_MEMOP_TYPE_MEM && op.mem.type != ZYDIS_MEMOP_TYPE_VSIB)
+      continue;  // lea's AGEN, MIB: no data
     Decoded::MemOperand m;
     m.base = CapstoneReg(op.mem.base);
     m.index = CapstoneReg(op.mem.index);
@@ -64,6 +112,19 @@ bool DecodeWithZydis(core::Address pc, std::span<const std::uint8_t> bytes, Deco
     const std::uint32_t bits =
         broadcast && op.element_size ? op.element_size : static_cast<std::uint32_t>(op.size);
     m.size = std::max<std::uint32_t>(bits / 8, 1);
+    if (op.mem.type == ZYDIS_MEMOP_TYPE_VSIB) {
+      // A scatter's writes are found by the diff; a gather's reads are its lanes.
+      d->unknown_writes |= writes;
+      if (reads) {
+        d->gather = GatherOf(insn, ops, op);
+        if (d->gather) {
+          d->gather->address = m;
+          d->gather->address.index = 0;
+        }
+        d->unknown_reads |= !d->gather;
+      }
+      continue;
+    }
     if (reads) d->reads.push_back(m);
     if (writes) {
       m.maybe = masked || !(op.actions & ZYDIS_OPERAND_ACTION_WRITE);

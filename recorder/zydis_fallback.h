@@ -6,9 +6,11 @@
 // It fills the Decoded fields the capstone path fills for such code: the
 // size, fp, and the explicit memory operands read and written, from Zydis's
 // operand actions (a conditional write, or any masked store, is a *maybe*
-// write: only the bytes that changed are recorded). A VSIB operand (gather,
-// scatter) sets unknown_reads / unknown_writes, as with capstone. Register
-// numbers are capstone's x86_reg (Decoded::MemOperand's contract).
+// write: only the bytes that changed are recorded). A gather's VSIB operand
+// gives Decoded::gather (its lanes, index and mask registers); a scatter's
+// sets unknown_writes (the recorder diffs memory), any other VSIB read
+// unknown_reads. InsnDecoder also sends capstone's AVX2 gathers here.
+// Register numbers are capstone's x86_reg (Decoded::MemOperand's contract).
 //
 // Thread-safety: one thread at a time per object.
 #pragma once

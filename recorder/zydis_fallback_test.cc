@@ -6,6 +6,7 @@
 #include <sys/user.h>
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "recorder/insn_decoder.h"
@@ -78,6 +79,78 @@ TEST(ZydisFallback, EvexReadsAndWrites) {
       EXPECT_EQ(writes[i].maybe, c.writes[i].maybe);
     }
   }
+}
+
+// Gathers: their lanes from the index and mask registers (EVEX: an opmask;
+// VEX: a vector register's lane top bits) and the XSAVE image before them.
+TEST(ZydisFallback, GatherLanes) {
+  InsnDecoder decoder;
+  struct {
+    const char* what;
+    std::vector<std::uint8_t> bytes;
+    std::uint8_t index_register, index_size, element_size, lanes, mask_register;
+    bool opmask;
+    std::uint8_t scale;
+  } const cases[] = {
+      {"vpgatherdd 0x10(%rax,%zmm1,4),%zmm0{%k1}",
+       {0x62, 0xf2, 0x7d, 0x49, 0x90, 0x44, 0x88, 0x04},
+       1,
+       4,
+       4,
+       16,
+       1,
+       true,
+       4},
+      {"vgatherqpd (%rdi,%ymm3,8),%ymm2{%k2}",
+       {0x62, 0xf2, 0xfd, 0x2a, 0x93, 0x14, 0xdf},
+       3,
+       8,
+       8,
+       4,
+       2,
+       true,
+       8},
+      {"vpgatherdq %ymm4,(%rdx,%xmm5,2),%ymm6",
+       {0xc4, 0xe2, 0xdd, 0x90, 0x34, 0x6a},
+       5,
+       4,
+       8,
+       4,
+       4,
+       false,
+       2},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.what);
+    const Decoded& d = decoder.Decode(kPc, c.bytes);
+    EXPECT_EQ(d.size, c.bytes.size());
+    EXPECT_FALSE(d.unknown_reads);
+    ASSERT_TRUE(d.gather.has_value());
+    EXPECT_EQ(d.gather->index_register, c.index_register);
+    EXPECT_EQ(d.gather->index_size, c.index_size);
+    EXPECT_EQ(d.gather->element_size, c.element_size);
+    EXPECT_EQ(d.gather->lanes, c.lanes);
+    EXPECT_EQ(d.gather->mask_register, c.mask_register);
+    EXPECT_EQ(d.gather->opmask, c.opmask);
+    EXPECT_EQ(d.gather->address.scale, c.scale);
+  }
+  // vpgatherdq's lanes 0 and 1 enabled (xmm4's bytes 7 and 15), 2 and 3 not;
+  // xmm5's dword indices 1, -2, 3, 4 (sign-extended).
+  const Decoded& d = decoder.Decode(kPc, cases[2].bytes);
+  std::vector<std::uint8_t> xstate(4096, 0);
+  const std::int32_t indices[4] = {1, -2, 3, 4};
+  std::memcpy(&xstate[160 + 16 * 5], indices, sizeof indices);
+  xstate[160 + 16 * 4 + 7] = 0x80;
+  xstate[160 + 16 * 4 + 15] = 0xff;
+  user_regs_struct r{};
+  r.rdx = 0x5000;
+  std::vector<Range> reads;
+  InsnDecoder::GatherReads(*d.gather, r, CpuLayout(), xstate, &reads);
+  ASSERT_EQ(reads.size(), 2u);
+  EXPECT_EQ(reads[0].start, 0x5002u);
+  EXPECT_EQ(reads[0].size, 8u);
+  EXPECT_EQ(reads[1].start, 0x5000u - 4);
+  EXPECT_EQ(reads[1].size, 8u);
 }
 
 // Bytes no decoder knows: no silent "reads nothing".

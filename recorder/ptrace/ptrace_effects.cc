@@ -21,6 +21,7 @@ void PtraceSession::CollectReads(const Decoded& d, const user_regs_struct& after
   if (!options_.reads) return;
   read_ranges_.clear();
   InsnDecoder::Reads(d, regs_, after, &read_ranges_);
+  if (d.gather) InsnDecoder::GatherReads(*d.gather, regs_, layout_, gather_xstate_, &read_ranges_);
   std::uint64_t total = 0;
   for (const Range& r : read_ranges_) total += r.size;
   read_data_.assign(total, 0);

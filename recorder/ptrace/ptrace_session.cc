@@ -120,6 +120,7 @@ core::Status PtraceSession::StepOnce() {
   const core::Address pc = regs_.rip;
   const Decoded& d = DecodeAt(pc);
   if (d.size == 0) ++result_.undecodable;
+  if (d.size != 0 && d.unknown_reads) ++result_.unbounded_reads;
   if (d.breakpoint) {
     return core::Status::Unsupported(
         "the program executes a breakpoint or software interrupt "
@@ -135,6 +136,10 @@ core::Status PtraceSession::StepOnce() {
     AnswerCpuid(&after);
     if (core::Status s = tracee_.SetRegs(after); !s.ok()) return s;
     return OnStepped(pc, decoded);
+  }
+  if (decoded.gather && options_.reads) {
+    // The lanes' indices and mask as they are before the step (it clears the mask).
+    if (core::Status s = tracee_.GetXState(&gather_xstate_); !s.ok()) return s;
   }
   core::Expected<Stop> stop = StepInstruction(pc, decoded);
   if (!stop.ok()) return stop.status();

@@ -125,6 +125,7 @@ class PtraceSession {
   user_regs_struct regs_{};  // before the next instruction
   std::vector<core::RegisterWrite> slots_, next_slots_, changes_;
   std::vector<std::uint8_t> xstate_;
+  std::vector<std::uint8_t> gather_xstate_;  // before a gather's step: its index and mask
   std::vector<Range> ranges_;
   WriteBuffer writes_{/*merge_contiguous=*/false};
   std::vector<Range> read_ranges_;
