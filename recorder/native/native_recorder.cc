@@ -251,9 +251,8 @@ core::Status NativeSession::OnSyscall() {
         "the program creates a thread (clone with CLONE_THREAD at " + core::HexU64(e.rip - 2) +
         "): --engine native records single-threaded programs only (use --engine ptrace)");
   }
-  // fork/vfork/clone of a process: the parent is recorded; the child runs
-  // (ServeChild). A vfork child (CLONE_VM) writes the parent's memory
-  // before it execs or exits: a full diff.
+  // fork/vfork/clone of a process: the parent is recorded (the child runs:
+  // ServeUnrecordedChild). A CLONE_VM child writes the parent's memory.
   const bool shares_memory =
       nr == SYS_vfork || ((nr == SYS_clone || nr == SYS_clone3) && (clone_flags & CLONE_VM));
   if (nr == SYS_execve || nr == SYS_execveat) {
