@@ -21,205 +21,32 @@
 // spaces, the program found on PATH), named RealPrograms/EngineCrossCheck.
 // EmuTraceEqualsPtraceTrace/N; not set (CI): none. The rates make them
 // minutes each (docs/usage-record.md, "Emulation engine").
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sched.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <algorithm>
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
-#include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "backstep/core/byte_source.h"
-#include "backstep/core/format_registry.h"
+#include "recorder/crosscheck_test_util.h"
 #include "recorder/emu/emu_recorder.h"
 #include "recorder/recorder.h"
-#include "recorder/replayed_state_test_util.h"
 #include "recorder/trace_compare_test_util.h"
-#include "recorder/usercorn_sink.h"
 
 namespace backstep::record {
 namespace {
 
-using Replay = test_util::ReplayedState;
+using test_util::CrossCheckCase;
+using test_util::Recording;
 
-// A program to record: a test program's name, or a command line.
-struct CrossCheckCase {
-  std::string name;               // the test's name and the traces' file names
-  std::vector<std::string> argv;  // empty: the test program `name`
-};
-
-void PrintTo(const CrossCheckCase& c, std::ostream* os) { *os << c.name; }
-
-std::vector<std::string> ArgvOf(const CrossCheckCase& c) {
-  if (!c.argv.empty()) return c.argv;
-  return {std::string(BACKSTEP_RECORD_PROGRAMS) + "/" + c.name};
-}
-
-struct Recording {
-  std::string path;
-  RecordResult result;
-};
-
-// Calls fn(event) for each event of `trace`, in order; nothing if it does
-// not open.
-template <typename Fn>
-void ForEachEvent(const std::string& trace, Fn fn) {
-  auto source = core::MapFile(trace);
-  if (!source.ok()) return;
-  auto reader = core::OpenTraceSource(*source);
-  if (!reader.ok()) return;
-  core::Event e;
-  while (true) {
-    core::Expected<bool> more = (*reader)->Next(&e);
-    if (!more.ok() || !*more) break;
-    fn(e);
-  }
-}
-
-// The bytes each getrandom call of a trace returned.
-std::vector<std::vector<std::uint8_t>> GetrandomResults(const std::string& trace) {
-  std::vector<std::vector<std::uint8_t>> out;
-  ForEachEvent(trace, [&](const core::Event& e) {
-    if (e.description.rfind("syscall 318(", 0) != 0) return;
-    std::vector<std::uint8_t>& bytes = out.emplace_back();
-    for (const core::MemoryAccess& w : e.writes)
-      bytes.insert(bytes.end(), w.data.begin(), w.data.end());
-  });
-  return out;
-}
-
-// What each system call whose answer varies from run to run (the clock
-// reads, sysinfo) returned in a trace: its result (rax after it) and the
-// bytes it wrote.
-std::vector<EmuOptions::KernelAnswer> KernelAnswers(const std::string& trace) {
-  std::vector<EmuOptions::KernelAnswer> out;
-  const core::RegisterId rax = *core::X86_64().Find("rax");
-  ForEachEvent(trace, [&](const core::Event& e) {
-    for (std::uint64_t nr : {228, 96, 201, 99}) {
-      if (e.description.rfind("syscall " + std::to_string(nr) + "(", 0) != 0) continue;
-      EmuOptions::KernelAnswer& answer = out.emplace_back();
-      answer.nr = nr;
-      for (const core::RegisterWrite& w : e.registers) {
-        if (w.reg == rax) std::memcpy(&answer.result, w.value, sizeof answer.result);
-      }
-      for (const core::MemoryAccess& w : e.writes)
-        answer.bytes.insert(answer.bytes.end(), w.data.begin(), w.data.end());
-    }
-  });
-  return out;
-}
-
-// What each rdtsc of a trace returned (edx:eax after it).
-std::vector<std::uint64_t> RdtscResults(const std::string& trace) {
-  std::vector<std::uint64_t> out;
-  auto source = core::MapFile(trace);
-  if (!source.ok()) return out;
-  auto reader = core::OpenTraceSource(*source);
-  if (!reader.ok()) return out;
-  Replay r(**reader);
-  const core::ArchDescription& arch = core::X86_64();
-  const core::RegisterId rip = *arch.Find("rip"), rax = *arch.Find("rax"), rdx = *arch.Find("rdx");
-  core::Event e;
-  while (true) {
-    core::Expected<bool> more = (*reader)->Next(&e);
-    if (!more.ok() || !*more) break;
-    const core::Address pc = r.regs.u64(rip);
-    const bool rdtsc = r.ByteOrZero(pc) == 0x0f &&
-                       (r.ByteOrZero(pc + 1) == 0x31 ||
-                        (r.ByteOrZero(pc + 1) == 0x01 && r.ByteOrZero(pc + 2) == 0xf9));
-    r.Apply(e);
-    if (rdtsc) out.push_back((r.regs.u64(rdx) << 32) | (r.regs.u64(rax) & 0xffffffff));
-  }
-  return out;
-}
-
-// AT_RANDOM's 16 bytes in a trace's initial stack (argc, argv, envp, auxv).
-std::vector<std::uint8_t> AtRandom(const std::string& trace) {
-  auto source = core::MapFile(trace);
-  if (!source.ok()) return {};
-  auto reader = core::OpenTraceSource(*source);
-  if (!reader.ok()) return {};
-  const Replay r(**reader);
-  auto word = [&](core::Address a) {
-    std::uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= std::uint64_t(r.ByteOrZero(a + i)) << (8 * i);
-    return v;
-  };
-  core::Address at = r.regs.u64(*core::X86_64().Find("rsp"));
-  at += 8 * (word(at) + 2);
-  while (word(at) != 0) at += 8;
-  for (at += 8; word(at) != 0; at += 16) {
-    if (word(at) != 25) continue;  // AT_RANDOM
-    std::vector<std::uint8_t> bytes(16);
-    for (int i = 0; i < 16; ++i)
-      bytes[i] = static_cast<std::uint8_t>(r.ByteOrZero(word(at + 8) + i));
-    return bytes;
-  }
-  return {};
-}
-
-// Records in a child process whose children live in a new PID namespace,
-// so that the program is pid 1 in both runs (getpid, set_tid_address and
-// the tid glibc stores in the TCB are the same): the trace file, then a
-// RecordResult or an error message through a pipe.
 void RecordWith(bool emu, const CrossCheckCase& program, Recording* out,
                 EmuOptions emu_options = {}) {
   out->path = ::testing::TempDir() + "/" + program.name + (emu ? ".emu" : ".ptrace") + ".ucir";
-  int fds[2];
-  ASSERT_EQ(pipe(fds), 0);
-  const pid_t worker = fork();
-  ASSERT_GE(worker, 0);
-  if (worker == 0) {
-    close(fds[0]);
-    auto report = [&](const std::string& error, const RecordResult& r) {
-      const std::uint32_t n = static_cast<std::uint32_t>(error.size());
-      [[maybe_unused]] ssize_t w = write(fds[1], &r, sizeof r);
-      w = write(fds[1], &n, sizeof n);
-      w = write(fds[1], error.data(), n);
-      _exit(0);
-    };
-    if (unshare(CLONE_NEWPID) != 0)
-      report(std::string("unshare(CLONE_NEWPID): ") + strerror(errno), {});
-    auto sink = UsercornSink::Create(out->path);
-    if (!sink.ok()) report(sink.status().message(), {});
-    RecordOptions options;
-    options.spawn.argv = ArgvOf(program);
-    options.spawn.stdout_fd = open("/dev/null", O_WRONLY);
-    // Its own stderr: a program may change the file's flags (make sets
-    // O_APPEND), which the other run would then see.
-    options.spawn.stderr_fd = open("/dev/null", O_WRONLY);
-    options.portable_cpuid = true;
-    options.hide_vdso = true;  // implied by the emu engine: the same ld.so path
-    options.check_interval = 0;
-    core::Expected<RecordResult> r =
-        emu ? RecordEmulated(options, **sink, emu_options) : Record(options, **sink);
-    if (!r.ok()) report(std::string(emu ? "emu: " : "ptrace: ") + r.status().message(), {});
-    report("", *r);
-  }
-  close(fds[1]);
-  RecordResult result;
-  std::uint32_t n = 0;
-  const bool got = read(fds[0], &result, sizeof result) == sizeof result &&
-                   read(fds[0], &n, sizeof n) == sizeof n;
-  std::string error(got ? n : 0, '\0');
-  if (got && n > 0) {
-    ASSERT_EQ(read(fds[0], error.data(), n), static_cast<ssize_t>(n));
-  }
-  close(fds[0]);
-  int status = 0;
-  waitpid(worker, &status, 0);
-  ASSERT_TRUE(got) << "the recording process died (status " << status << ")";
-  ASSERT_TRUE(error.empty()) << error;
-  EXPECT_EQ(result.end, RecordResult::End::kExited);
-  EXPECT_EQ(result.missed_bytes, 0u);
-  out->result = result;
+  test_util::RecordInNewPidNamespace(
+      program, emu ? "emu" : "ptrace",
+      [&](RecordOptions& options, RecordingSink& sink) {
+        options.portable_cpuid = true;
+        return emu ? RecordEmulated(options, sink, emu_options) : Record(options, sink);
+      },
+      out);
 }
 
 class EngineCrossCheck : public ::testing::TestWithParam<CrossCheckCase> {};
@@ -232,11 +59,11 @@ TEST_P(EngineCrossCheck, EmuTraceEqualsPtraceTrace) {
   // state (stack canary, pointer guard): the emulated run gets the ptrace run's.
   // The same for getrandom's bytes (malloc's tcache key).
   EmuOptions inputs;
-  inputs.at_random = AtRandom(ptrace_rec.path);
+  inputs.at_random = test_util::AtRandom(ptrace_rec.path);
   ASSERT_EQ(inputs.at_random.size(), 16u);
-  inputs.getrandom = GetrandomResults(ptrace_rec.path);
-  inputs.rdtsc = RdtscResults(ptrace_rec.path);
-  inputs.kernel_answers = KernelAnswers(ptrace_rec.path);
+  inputs.getrandom = test_util::GetrandomResults(ptrace_rec.path);
+  inputs.rdtsc = test_util::RdtscResults(ptrace_rec.path);
+  inputs.kernel_answers = test_util::KernelAnswers(ptrace_rec.path);
   RecordWith(true, GetParam(), &emu_rec, inputs);
   if (HasFatalFailure()) return;
   // The programs ran to their end (127: ld.so refused the CPU the table describes).
@@ -263,30 +90,10 @@ std::vector<CrossCheckCase> Programs() {
   return out;
 }
 
-// BACKSTEP_CROSSCHECK_COMMANDS: "cmd args;cmd args", each program looked up
-// on PATH.
-std::vector<CrossCheckCase> RealPrograms() {
-  std::vector<CrossCheckCase> out;
-  const char* commands = std::getenv("BACKSTEP_CROSSCHECK_COMMANDS");
-  std::istringstream list(commands ? commands : "");
-  std::string command;
-  while (std::getline(list, command, ';')) {
-    std::istringstream words(command);
-    CrossCheckCase c{"real" + std::to_string(out.size()), {}};
-    for (std::string w; words >> w;) c.argv.push_back(w);
-    if (c.argv.empty()) continue;
-    for (const char* dir : {"/usr/bin/", "/bin/"}) {
-      if (c.argv[0].find('/') == std::string::npos && access((dir + c.argv[0]).c_str(), X_OK) == 0)
-        c.argv[0] = dir + c.argv[0];
-    }
-    out.push_back(std::move(c));
-  }
-  return out;
-}
-
 INSTANTIATE_TEST_SUITE_P(Programs, EngineCrossCheck, ::testing::ValuesIn(Programs()),
                          [](const auto& p) { return p.param.name; });
-INSTANTIATE_TEST_SUITE_P(RealPrograms, EngineCrossCheck, ::testing::ValuesIn(RealPrograms()),
+INSTANTIATE_TEST_SUITE_P(RealPrograms, EngineCrossCheck,
+                         ::testing::ValuesIn(test_util::RealPrograms()),
                          [](const auto& p) { return p.param.name; });
 
 }  // namespace

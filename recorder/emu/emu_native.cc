@@ -84,7 +84,7 @@ core::Status EmuSession::NativeStep(core::Address pc, std::uint8_t size, bool si
 // it would to the program, and the trace records the delivery as the ptrace
 // engine does (a signal event: the frame, every register it changed, the
 // handler's address). A signal without a handler ends the program.
-core::Status EmuSession::DeliverFault(int sig) {
+core::Status EmuSession::DeliverFault(int sig, std::optional<core::Address>* in_hook) {
   // The kernel's siginfo_t, read at the signal stop before it is delivered.
   const std::array<std::uint8_t, 128> siginfo = ReadSigInfo(tracee_);
   core::Expected<SignalDelivery> delivery = DeliverSignal(tracee_, sig);
@@ -124,6 +124,10 @@ core::Status EmuSession::DeliverFault(int sig) {
   sink_.OnSignal({sig, after.rip, siginfo, changes_, writes});
   ++result_.signals;
   writes_.Clear();
+  if (in_hook) {
+    *in_hook = after.rip;
+    return core::Status::Ok();
+  }
   std::uint64_t rip = after.rip;
   uc_reg_write(uc_, UC_X86_REG_RIP, &rip);
   return core::Status::Ok();

@@ -59,6 +59,7 @@
 #include "backstep/core/expected.h"
 #include "recorder/cpuid.h"
 #include "recorder/emu/syscall_source.h"
+#include "recorder/given_answers.h"
 #include "recorder/recorder.h"
 #include "recorder/recording_sink.h"
 
@@ -80,10 +81,7 @@ struct EmuOptions {
   // Each: the system call's number, its result and the bytes the kernel
   // wrote at its output pointer. A call of another number than the next one
   // listed, or beyond the list, is the kernel's.
-  struct KernelAnswer {
-    std::uint64_t nr = 0, result = 0;
-    std::vector<std::uint8_t> bytes;
-  };
+  using KernelAnswer = record::KernelAnswer;
   std::vector<KernelAnswer> kernel_answers;
   // Hooks for materializing native recordings (recorder/native/): who
   // answers system calls (null: the tracee runs them) and cpuid (empty:

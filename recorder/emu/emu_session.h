@@ -78,9 +78,7 @@ class EmuSession {
   static_assert(kHot == CpuLayout::kEflagsSlot + 1, "kHotRegs follows CpuLayout's GPR slots");
   static constexpr std::size_t kFsBaseSlot = CpuLayout::kFsBaseSlot,
                                kGsBaseSlot = CpuLayout::kGsBaseSlot;
-  static constexpr std::uint64_t kSysGetrandom = 318, kSysRtSigreturn = 15;
-  static constexpr std::uint64_t kSysClockGettime = 228, kSysGettimeofday = 96, kSysTime = 201,
-                                 kSysSysinfo = 99;
+  static constexpr std::uint64_t kSysRtSigreturn = 15;
   static constexpr std::uint64_t kMaxStackGrowth = 8u << 20;  // the default RLIMIT_STACK
 
   static std::uint32_t UcProt(const Mapping& m) {
@@ -118,7 +116,11 @@ class EmuSession {
   // Emits the pending instruction (registers read after it).
   void Retire();
   core::Status NativeStep(core::Address pc, std::uint8_t size, bool simd, bool memory);
-  core::Status DeliverFault(int sig);
+  // Delivers `sig` (emu_native.cc) and sets Unicorn's rip to the handler,
+  // or (`in_hook`: inside Unicorn's syscall hook, where writing rip makes
+  // Unicorn go on at it plus the `syscall`'s length at once) stores the
+  // handler there for the run loop instead.
+  core::Status DeliverFault(int sig, std::optional<core::Address>* in_hook = nullptr);
   // A signal the SyscallSource says the recorded run got as the system call
   // just recorded returned: delivered now (DeliverFault), its siginfo first.
   core::Status DeliverAfterSyscall(const SyscallSource::SignalAfter& signal);
@@ -170,10 +172,9 @@ class EmuSession {
   core::Address pending_pc_ = 0;
   std::uint8_t pending_size_ = 0;
   bool pending_fp_ = false;
-  bool pending_rep_ = false;     // a rep string instruction (QEMU: a hook per iteration)
-  std::size_t next_random_ = 0;  // into emu_.getrandom
-  std::size_t next_answer_ = 0;  // into emu_.kernel_answers
-  std::size_t next_tsc_ = 0;     // into emu_.rdtsc
+  bool pending_rep_ = false;  // a rep string instruction (QEMU: a hook per iteration)
+  GivenAnswers given_{emu_.getrandom, emu_.kernel_answers};
+  std::size_t next_tsc_ = 0;  // into emu_.rdtsc
   std::uint64_t native_steps_ = 0, in_process_steps_ = 0;
   core::Address fault_address_ = 0;
   Traps traps_;  // what the tracee has set up (undone in forked children)

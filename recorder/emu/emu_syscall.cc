@@ -145,11 +145,8 @@ core::Status EmuSession::DeliverAfterSyscall(const SyscallSource::SignalAfter& s
     if (ptrace(PTRACE_SETSIGINFO, tracee_.pid(), nullptr, info) != 0)
       return core::Status::IOError("PTRACE_SETSIGINFO: " + std::string(std::strerror(errno)));
   }
-  if (core::Status s = DeliverFault(signal.signal); !s.ok() || done_) return s;
   // The syscall hook cannot move rip: the run loop goes on at the handler.
-  std::uint64_t handler = 0;
-  uc_reg_read(uc_, UC_X86_REG_RIP, &handler);
-  resume_at_ = handler;
+  if (core::Status s = DeliverFault(signal.signal, &resume_at_); !s.ok() || done_) return s;
   uc_emu_stop(uc_);
   return core::Status::Ok();
 }
@@ -270,22 +267,7 @@ core::Status EmuSession::RecordSyscall(core::Address pc, std::uint8_t size,
     // New mappings' contents for the trace: the non-zero runs, as the ptrace engine.
     AddNewMappingContents(tracee_, maps, &writes_);
   }
-  if (nr == kSysGetrandom && !failed && next_random_ < emu_.getrandom.size()) {
-    const std::vector<std::uint8_t>& given = emu_.getrandom[next_random_++];
-    const std::size_t n = std::min<std::size_t>(given.size(), after.rax);
-    if (core::Status s = tracee_.WriteMemory(args[0], std::span(given).first(n)); !s.ok()) return s;
-  }
-  const bool varies =
-      nr == kSysClockGettime || nr == kSysGettimeofday || nr == kSysTime || nr == kSysSysinfo;
-  if (varies && !failed && next_answer_ < emu_.kernel_answers.size() &&
-      emu_.kernel_answers[next_answer_].nr == nr) {
-    const EmuOptions::KernelAnswer& given = emu_.kernel_answers[next_answer_++];
-    const std::uint64_t out = nr == kSysClockGettime ? args[1] : args[0];
-    if (out != 0 && !given.bytes.empty()) {
-      if (core::Status s = tracee_.WriteMemory(out, given.bytes); !s.ok()) return s;
-    }
-    after.rax = given.result;
-  }
+  if (core::Status s = given_.Apply(tracee_, nr, args, &after.rax); !s.ok()) return s;
   ranges_.clear();
   if (SyscallWrites(tracee_, nr, args, after.rax, &space_, &ranges_)) ++result_.full_diffs;
   Capture(ranges_);

@@ -19,6 +19,7 @@ extern char** environ;
 #include "recorder/emu/emu_recorder.h"
 #include "recorder/native/interval.h"
 #include "recorder/native/snapshot.h"
+#include "recorder/signal_disposition.h"
 #include "recorder/syscall_effects.h"
 
 namespace backstep::record {
@@ -149,12 +150,13 @@ core::Expected<Stop> LogAnswerer::Answer(Tracee& tracee, const user_regs_struct&
   }
   const LoggedSyscall& logged = log_.syscalls[next_];
   if (core::Status s = CompareEntry(regs, logged); !s.ok()) return s;
-  if (logged.signal_after && RestartsSyscall(logged.exit.rax)) {
-    return core::Status::Unsupported(
-        "materialization: signal " + std::to_string(logged.signal_after) +
-        " interrupted system call #" + std::to_string(next_) +
-        " in the recording (a signal after an interrupted call is not materialized yet: record "
-        "with --engine ptrace)");
+  // A signal interrupted the call (-ERESTART*): delivered after it, the
+  // kernel turns the result into -EINTR or restarts the call in the frame
+  // it writes, as it did natively.
+  const bool interrupted = logged.signal_after && RestartsSyscall(logged.exit.rax);
+  if (interrupted && DiscardsSignal(tracee.pid(), logged.signal_after)) {
+    return Diverged(regs, "the log delivers signal " + std::to_string(logged.signal_after) +
+                              " after the interrupted call, which the program ignores");
   }
   // A signal the recorded run got as this call returned: the engine
   // delivers it after (SyscallSource::Signal).
@@ -165,7 +167,9 @@ core::Expected<Stop> LogAnswerer::Answer(Tracee& tracee, const user_regs_struct&
   ++next_;
   ends_ = next_ == limit_ && limit_ < log_.syscalls.size();
   SkipRseq();
-  if (RunsForReal(nr) && (!failed || ends)) {
+  // rt_sigreturn's "result" is the rax it restores (-EINTR after an
+  // interrupted call): it always runs.
+  if (RunsForReal(nr) && (!failed || ends || nr == SYS_rt_sigreturn)) {
     user_regs_struct call = regs;
     if (nr == SYS_mmap) {
       // At the address it got natively; a file mapping becomes anonymous
@@ -194,7 +198,9 @@ core::Expected<Stop> LogAnswerer::Answer(Tracee& tracee, const user_regs_struct&
     after.rip = regs.rip + 2;
     after.rcx = after.rip;
     after.r11 = regs.eflags;
-    after.orig_rax = ~std::uint64_t{0};
+    // The kernel's restart logic at the delivery reads the call's number
+    // here (-1: not in a system call).
+    after.orig_rax = interrupted ? nr : ~std::uint64_t{0};
     if (core::Status s = tracee.SetRegs(after); !s.ok()) return s;
   }
   for (const LoggedWrite& w : logged.writes) {

@@ -35,8 +35,11 @@
 //
 // Signals (LoggedSyscall::signal_after): delivered, with the logged
 // siginfo, right after the emulated call returns (SyscallSource::Signal).
-// Not materialized yet (Unsupported, naming the call): a signal that
-// interrupted the call (it returned -ERESTART*).
+// One that interrupted the call (it returned -ERESTART*): the call returns
+// that in the tracee with its number in orig_rax, so that the kernel's
+// delivery turns it into -EINTR or a restart in the handler's frame as it
+// did natively; a restarted call is then answered by the log's next one.
+// fork/vfork are answered from the log (the result: the child's pid).
 //
 // Thread-safety: one materialization per process (the process environment
 // is the log's while it runs); with a host-CPUID log

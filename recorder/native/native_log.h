@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "backstep/core/expected.h"
+#include "recorder/signal_disposition.h"  // RestartsSyscall
 
 namespace backstep::record {
 
@@ -73,14 +74,6 @@ struct NativeLog {
   std::vector<SnapshotRef> snapshots;  // in order of `syscall`
   std::string directory;               // the log's (set by ReadNativeLog; not written)
 };
-
-// A system call's result that means "interrupted by a signal, the kernel
-// restarts it or returns -EINTR": -ERESTARTSYS, -ERESTARTNOINTR,
-// -ERESTARTNOHAND, -ERESTART_RESTARTBLOCK.
-inline bool RestartsSyscall(std::uint64_t rax) {
-  const std::int64_t r = static_cast<std::int64_t>(rax);
-  return r == -512 || r == -513 || r == -514 || r == -516;
-}
 
 core::Status WriteNativeLog(const NativeLog& log, const std::string& path);
 core::Expected<NativeLog> ReadNativeLog(const std::string& path);

@@ -23,6 +23,8 @@
 #include "recorder/cpuid.h"
 #include "recorder/native/seccomp_trap.h"
 #include "recorder/native/snapshot.h"
+#include "recorder/native/unrecorded_child.h"
+#include "recorder/signal_disposition.h"
 #include "recorder/syscall_effects.h"
 #include "recorder/vdso.h"
 
@@ -66,6 +68,7 @@ class NativeSession {
   // At the exit stop: the memory the kernel wrote for `call`.
   void CollectWrites(LoggedSyscall* call, bool full_diff);
   core::Status EmulateRdtsc(const user_regs_struct& regs, bool* done);
+  // The program's next stop; its children's meanwhile (ServeUnrecordedChild).
   core::Expected<int> Wait();
   void Finish(int status);
   // At the exit stop of the call just logged: a snapshot when one is due.
@@ -75,6 +78,7 @@ class NativeSession {
   void ReadSignalSetup(const user_regs_struct& entry);
 
   const NativeOptions& options_;
+  GivenAnswers given_{options_.getrandom, options_.kernel_answers};
   Tracee tracee_;
   const pid_t pid_;
   const std::string log_path_;
@@ -93,6 +97,8 @@ class NativeSession {
   // The program is at a system call's return with a signal pending: the
   // next stop, at `exit_rip_`, delivers it before any instruction runs.
   bool pending_at_exit_ = false;
+  // A call a discarded signal interrupted (not logged): the kernel restarts it.
+  std::optional<LoggedSyscall> interrupted_;
   std::uint64_t exit_rip_ = 0;
   bool ended_ = false;
 };
@@ -127,7 +133,12 @@ core::Status NativeSession::Start() {
     std::uint64_t type = 0, value = 0;
     std::memcpy(&type, &(*auxv)[i], 8);
     std::memcpy(&value, &(*auxv)[i + 8], 8);
-    if (type == AT_RANDOM && tracee_.ReadMemory(value, log_.at_random) != 16)
+    if (type != AT_RANDOM) continue;
+    if (options_.at_random.size() == log_.at_random.size()) {
+      std::copy(options_.at_random.begin(), options_.at_random.end(), log_.at_random.begin());
+      if (core::Status s = tracee_.WriteMemory(value, log_.at_random); !s.ok()) return s;
+    }
+    if (tracee_.ReadMemory(value, log_.at_random) != 16)
       return core::Status::IOError("cannot read AT_RANDOM's bytes at " + core::HexU64(value));
   }
   core::Expected<std::vector<Mapping>> maps = tracee_.ReadMaps();
@@ -151,11 +162,16 @@ core::Status NativeSession::Start() {
 }
 
 core::Expected<int> NativeSession::Wait() {
-  int status = 0;
-  while (waitpid(pid_, &status, __WALL) < 0) {
-    if (errno != EINTR) return core::Status::IOError("waitpid: " + Errno());
+  while (true) {
+    int status = 0;
+    const pid_t got = waitpid(-1, &status, __WALL);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return core::Status::IOError("waitpid: " + Errno());
+    }
+    if (got == pid_) return status;
+    ServeUnrecordedChild(got, status);
   }
-  return status;
 }
 
 void NativeSession::Finish(int status) {
@@ -178,7 +194,8 @@ core::Status NativeSession::EmulateRdtsc(const user_regs_struct& regs, bool* don
   const bool rdtscp = n == 3 && code[0] == 0x0f && code[1] == 0x01 && code[2] == 0xf9;
   *done = rdtsc || rdtscp;
   if (!*done) return core::Status::Ok();
-  const std::uint64_t tsc = __rdtsc();
+  const std::uint64_t tsc =
+      log_.rdtsc.size() < options_.rdtsc.size() ? options_.rdtsc[log_.rdtsc.size()] : __rdtsc();
   user_regs_struct after = regs;
   after.rax = tsc & 0xffffffff;
   after.rdx = tsc >> 32;
@@ -234,11 +251,10 @@ core::Status NativeSession::OnSyscall() {
         "the program creates a thread (clone with CLONE_THREAD at " + core::HexU64(e.rip - 2) +
         "): --engine native records single-threaded programs only (use --engine ptrace)");
   }
-  if (nr == SYS_clone || nr == SYS_clone3 || nr == SYS_fork || nr == SYS_vfork) {
-    return core::Status::Unsupported(
-        "the program creates a process (fork/vfork/clone at " + core::HexU64(e.rip - 2) +
-        "): not supported by --engine native (the child would inherit its seccomp filter)");
-  }
+  // fork/vfork/clone of a process: the parent is recorded (the child runs:
+  // ServeUnrecordedChild). A CLONE_VM child writes the parent's memory.
+  const bool shares_memory =
+      nr == SYS_vfork || ((nr == SYS_clone || nr == SYS_clone3) && (clone_flags & CLONE_VM));
   if (nr == SYS_execve || nr == SYS_execveat) {
     return core::Status::Unsupported("the program calls execve (at " + core::HexU64(e.rip - 2) +
                                      "): not supported by --engine native");
@@ -251,9 +267,18 @@ core::Status NativeSession::OnSyscall() {
     if (core::Status s = tracee_.SetRegs(skip); !s.ok()) return s;
   }
   ReadSignalSetup(e);
+  // A held signal is queued again: delivered as this call returns, or it
+  // interrupts the call at once if the call would wait (pause, read...),
+  // as when it arrives there natively.
+  if (!held_.empty() && !requeued_) {
+    requeued_ = held_.front();
+    held_.erase(held_.begin());
+    syscall(SYS_tgkill, pid_, pid_, requeued_->si_signo);
+  }
   std::vector<Range> probe;
   const std::uint64_t args[6] = {e.rdi, e.rsi, e.rdx, e.r10, e.r8, e.r9};
-  const bool full_diff = !ChangesMappings(nr) && !KnownOutputs(nr, args, 0, &probe);
+  const bool full_diff =
+      shares_memory || (!ChangesMappings(nr) && !KnownOutputs(nr, args, 0, &probe));
   if (full_diff) {
     if (core::Status s = entry_memory_.Init(tracee_); !s.ok()) return s;
   }
@@ -274,12 +299,18 @@ core::Status NativeSession::OnSyscall() {
     if (WSTOPSIG(*status) == (SIGTRAP | 0x80)) break;
   }
   if (core::Status s = tracee_.GetRegs(&call.exit); !s.ok()) return s;
-  // A held signal is queued again: delivered as this call returns.
-  if (!held_.empty() && !requeued_) {
-    requeued_ = held_.front();
-    held_.erase(held_.begin());
-    syscall(SYS_tgkill, pid_, pid_, requeued_->si_signo);
+  const std::uint64_t kernel_result = call.exit.rax;
+  if (core::Status s = given_.Apply(tracee_, nr, args, &call.exit.rax); !s.ok()) return s;
+  if (call.exit.rax != kernel_result) {
+    if (core::Status s = tracee_.SetRegs(call.exit); !s.ok()) return s;
   }
+  if (nr == SYS_restart_syscall && interrupted_) {
+    // The kernel resumes the call a discarded signal interrupted (nanosleep
+    // with -ERESTART_RESTARTBLOCK): the emulated program, which never saw
+    // the interruption, is still in that call.
+    call.entry = interrupted_->entry;
+  }
+  interrupted_.reset();
   pending_at_exit_ = SignalPending();
   exit_rip_ = call.exit.rip;
   // Interrupted by a signal (it is pending): the kernel runs the call again
@@ -349,6 +380,18 @@ bool NativeSession::DeliverAtSyscallReturn(int sig, const user_regs_struct& regs
     ptrace(PTRACE_SETSIGINFO, pid_, nullptr, &*requeued_);
     requeued_.reset();
   }
+  if (DiscardsSignal(pid_, sig)) {
+    // Ignored (SIGCHLD...): it never reaches the program, so the log does
+    // not hold it. A call it interrupted is restarted by the kernel: the
+    // next stop is that call again (or restart_syscall), logged then.
+    *deliver = 0;
+    if (RestartsSyscall(log_.syscalls.back().exit.rax)) {
+      interrupted_ = std::move(log_.syscalls.back());
+      log_.syscalls.pop_back();
+      --result_.syscalls;
+    }
+    return true;
+  }
   log_.syscalls.back().signal_after = sig;
   // What the handler gets (materialization delivers the same).
   std::vector<std::uint8_t>& logged = log_.syscalls.back().siginfo;
@@ -402,6 +445,11 @@ core::Status NativeSession::Run() {
     held_.push_back(info);
     ++result_.held_signals;
   }
+  // Children that outlive the program run to their end (without a tracer
+  // the seccomp filter they inherited would fail their system calls).
+  int status = 0;
+  for (pid_t child; (child = waitpid(-1, &status, __WALL)) > 0;)
+    ServeUnrecordedChild(child, status);
   return core::Status::Ok();
 }
 

@@ -32,11 +32,26 @@
 // Signals: a fault (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP raised by the
 // kernel) is delivered at once (the emulator raises it again at the same
 // instruction). A signal pending when a system call returns (raise(), one
-// that interrupted it) is delivered then, before any instruction, and
-// logged with that call (LoggedSyscall::signal_after). Any other signal is
-// held and queued again (its siginfo restored) when the next system call
-// returns, then delivered and logged the same way; a program that makes no
-// more system calls never gets it.
+// that interrupted it: the call's result is then -ERESTART*, which the
+// delivery turns into -EINTR or a restart of the call) is delivered then,
+// before any instruction, and logged with that call
+// (LoggedSyscall::signal_after); a restarted call is logged again when it
+// runs again. Any other signal is held and queued again (its siginfo
+// restored) at the entry of the next system call: delivered as that call
+// returns, or at once if the call would wait (it then returns -ERESTART*),
+// and logged the same way; a program that makes no more system calls never
+// gets it. A signal the program discards (ignored, or SIGCHLD-like by
+// default) is dropped and not logged; a call it interrupted runs again.
+//
+// fork, vfork, clone of a process: the parent is recorded (the log holds
+// the call's result; a vfork's or CLONE_VM child's writes to the parent's
+// memory come from a diff of all writable memory). The child and its
+// descendants stay attached to the recorder, which only resumes them:
+// the seccomp filter they inherit cannot be removed, and without a tracer
+// their system calls would fail with ENOSYS. The traps they inherit
+// (rdtsc's, CPUID faulting's) are answered with the CPU's values, not
+// logged. The recorder returns when the program and every child have
+// ended.
 //
 // Snapshots (NativeOptions::snapshot_*): at a system call's exit stop
 // (never one that a signal follows, that restarts, or rseq), the process is
@@ -44,16 +59,18 @@
 // between two is then materialized on its own.
 //
 // Refused (Unsupported; the program is killed): threads (clone with
-// CLONE_THREAD, clone3), fork/vfork/clone of a process (the child would
-// inherit the seccomp filter), execve.
+// CLONE_THREAD; materialization re-executes one thread), execve (the
+// materialization starts from the program's image at exec).
 //
 // Thread-safety: one recording per thread (ptrace is per-thread).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "backstep/core/expected.h"
+#include "recorder/given_answers.h"
 #include "recorder/native/native_log.h"
 #include "recorder/tracee.h"
 
@@ -67,6 +84,15 @@ struct NativeOptions {
   // stop after `snapshot_ms` milliseconds or `snapshot_syscalls` system
   // calls since the last one (0: not by that measure; both 0: none).
   std::uint64_t snapshot_ms = 0, snapshot_syscalls = 0;
+  // Inputs given instead of the kernel's and the CPU's (tests: another
+  // engine's run of the program, as EmuOptions gives them): AT_RANDOM's 16
+  // bytes (empty: the kernel's), successive rdtsc values (beyond the list:
+  // the CPU's), getrandom's bytes and the clock reads' and sysinfo's
+  // answers (given_answers.h). The log holds what the program got.
+  std::vector<std::uint8_t> at_random;
+  std::vector<std::uint64_t> rdtsc;
+  std::vector<std::vector<std::uint8_t>> getrandom;
+  std::vector<KernelAnswer> kernel_answers;
 };
 
 struct NativeResult {
@@ -79,7 +105,8 @@ struct NativeResult {
 };
 
 // What the program gets in GLIBC_TUNABLES without CPUID faulting.
-inline constexpr char kHostCpuidTunables[] = "glibc.cpu.hwcaps=-OSXSAVE,-XSAVE,-XSAVEC,-ERMS";
+inline constexpr char kHostCpuidTunables[] =
+    "glibc.cpu.hwcaps=-OSXSAVE,-XSAVE,-XSAVEC,-ERMS,-AVX,-AVX2,-AVX_Fast_Unaligned_Load,-FMA";
 
 // Whether this machine can make cpuid fault (arch_prctl(ARCH_SET_CPUID)).
 bool CpuidFaultingAvailable();

@@ -7,6 +7,8 @@
 #include <deque>
 #include <vector>
 
+#include "recorder/native/native_io.h"
+
 namespace backstep::record {
 namespace {
 
@@ -65,39 +67,21 @@ class Out {
   std::FILE* f_;
 };
 
-// Bounds-checked reads from the spool; storage for the spans of one record.
-class In {
+// The spool's records, read through a Reader over the file; the spans it
+// hands out stay valid until Clear().
+class In : public Reader {
  public:
-  In(std::FILE* f, std::uint64_t size, const std::string& path) : f_(f), size_(size), path_(path) {}
-  bool Raw(void* p, std::size_t n) {
-    if (!ok_) return false;
-    if (n > size_ - offset_ || (n && std::fread(p, 1, n, f_) != n)) return Fail("truncated");
-    offset_ += n;
-    return true;
-  }
-  std::uint64_t U64() {
-    std::uint64_t v = 0;
-    Raw(&v, 8);
-    return v;
-  }
-  std::uint8_t U8() {
-    std::uint8_t v = 0;
-    Raw(&v, 1);
-    return v;
-  }
-  std::uint64_t Count(std::size_t unit) {
-    const std::uint64_t n = U64();
-    if (ok_ && n > (size_ - offset_) / unit) Fail("count " + std::to_string(n) + " too large");
-    return ok_ ? n : 0;
-  }
+  In(std::FILE* f, std::uint64_t size, const std::string& path)
+      : Reader(f, size, "spool " + path) {}
   std::span<const std::uint8_t> Bytes() {
-    std::vector<std::uint8_t>& b = buffers_.emplace_back(Count(1));
-    Raw(b.data(), b.size());
+    std::vector<std::uint8_t>& b = buffers_.emplace_back();
+    Reader::Bytes(&b);
     return b;
   }
   std::string String() {
-    std::span<const std::uint8_t> b = Bytes();
-    return std::string(b.begin(), b.end());
+    std::string s;
+    Reader::String(&s);
+    return s;
   }
   std::span<const core::RegisterWrite> Registers() {
     std::vector<core::RegisterWrite>& regs = registers_.emplace_back(Count(67));
@@ -135,21 +119,8 @@ class In {
     accesses_.clear();
     mappings_.clear();
   }
-  bool Fail(const std::string& why) {
-    if (ok_) error_ = "spool " + path_ + ": " + why + " at offset " + std::to_string(offset_);
-    ok_ = false;
-    return false;
-  }
-  bool ok() const { return ok_; }
-  bool at_end() const { return offset_ == size_; }
-  const std::string& error() const { return error_; }
 
  private:
-  std::FILE* f_;
-  std::uint64_t size_, offset_ = 0;
-  const std::string path_;
-  bool ok_ = true;
-  std::string error_;
   // Deques: a span handed out stays valid while more are added.
   std::deque<std::vector<std::uint8_t>> buffers_;
   std::deque<std::vector<core::RegisterWrite>> registers_;

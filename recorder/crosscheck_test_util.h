@@ -1,0 +1,232 @@
+// What the recorder's engine cross-checks (emu/emu_crosscheck_test.cc: emu
+// vs ptrace; native/native_crosscheck_test.cc: native vs ptrace) share: the
+// programs to record (a test program, or a real one named in
+// BACKSTEP_CROSSCHECK_COMMANDS), a recording made in a new PID namespace
+// (the program is pid 1 in every run), and the nondeterministic inputs read
+// back from a ptrace trace so that the other engine's run is given them:
+// AT_RANDOM's bytes, getrandom's, rdtsc's, and the answers of the system
+// calls that vary from run to run (the clock reads, sysinfo).
+#pragma once
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backstep/core/byte_source.h"
+#include "backstep/core/format_registry.h"
+#include "recorder/emu/emu_recorder.h"
+#include "recorder/recorder.h"
+#include "recorder/replayed_state_test_util.h"
+#include "recorder/usercorn_sink.h"
+
+namespace backstep::record::test_util {
+
+using Replay = ReplayedState;
+
+// A program to record: a test program's name, or a command line.
+struct CrossCheckCase {
+  std::string name;               // the test's name and the traces' file names
+  std::vector<std::string> argv;  // empty: the test program `name`
+};
+
+inline void PrintTo(const CrossCheckCase& c, std::ostream* os) { *os << c.name; }
+
+inline std::vector<std::string> ArgvOf(const CrossCheckCase& c) {
+  if (!c.argv.empty()) return c.argv;
+  return {std::string(BACKSTEP_RECORD_PROGRAMS) + "/" + c.name};
+}
+
+struct Recording {
+  std::string path;
+  RecordResult result;
+};
+
+// Calls fn(event) for each event of `trace`, in order; nothing if it does
+// not open.
+template <typename Fn>
+void ForEachEvent(const std::string& trace, Fn fn) {
+  auto source = core::MapFile(trace);
+  if (!source.ok()) return;
+  auto reader = core::OpenTraceSource(*source);
+  if (!reader.ok()) return;
+  core::Event e;
+  while (true) {
+    core::Expected<bool> more = (*reader)->Next(&e);
+    if (!more.ok() || !*more) break;
+    fn(e);
+  }
+}
+
+// The bytes each getrandom call of a trace returned.
+inline std::vector<std::vector<std::uint8_t>> GetrandomResults(const std::string& trace) {
+  std::vector<std::vector<std::uint8_t>> out;
+  ForEachEvent(trace, [&](const core::Event& e) {
+    if (e.description.rfind("syscall 318(", 0) != 0) return;
+    std::vector<std::uint8_t>& bytes = out.emplace_back();
+    for (const core::MemoryAccess& w : e.writes)
+      bytes.insert(bytes.end(), w.data.begin(), w.data.end());
+  });
+  return out;
+}
+
+// What each system call whose answer varies from run to run (the clock
+// reads, sysinfo) returned in a trace: its result (rax after it) and the
+// bytes it wrote.
+inline std::vector<EmuOptions::KernelAnswer> KernelAnswers(const std::string& trace) {
+  std::vector<EmuOptions::KernelAnswer> out;
+  const core::RegisterId rax = *core::X86_64().Find("rax");
+  ForEachEvent(trace, [&](const core::Event& e) {
+    for (std::uint64_t nr : {228, 96, 201, 99}) {
+      if (e.description.rfind("syscall " + std::to_string(nr) + "(", 0) != 0) continue;
+      EmuOptions::KernelAnswer& answer = out.emplace_back();
+      answer.nr = nr;
+      for (const core::RegisterWrite& w : e.registers) {
+        if (w.reg == rax) std::memcpy(&answer.result, w.value, sizeof answer.result);
+      }
+      for (const core::MemoryAccess& w : e.writes)
+        answer.bytes.insert(answer.bytes.end(), w.data.begin(), w.data.end());
+    }
+  });
+  return out;
+}
+
+// What each rdtsc of a trace returned (edx:eax after it).
+inline std::vector<std::uint64_t> RdtscResults(const std::string& trace) {
+  std::vector<std::uint64_t> out;
+  auto source = core::MapFile(trace);
+  if (!source.ok()) return out;
+  auto reader = core::OpenTraceSource(*source);
+  if (!reader.ok()) return out;
+  Replay r(**reader);
+  const core::ArchDescription& arch = core::X86_64();
+  const core::RegisterId rip = *arch.Find("rip"), rax = *arch.Find("rax"), rdx = *arch.Find("rdx");
+  core::Event e;
+  while (true) {
+    core::Expected<bool> more = (*reader)->Next(&e);
+    if (!more.ok() || !*more) break;
+    const core::Address pc = r.regs.u64(rip);
+    const bool rdtsc = r.ByteOrZero(pc) == 0x0f &&
+                       (r.ByteOrZero(pc + 1) == 0x31 ||
+                        (r.ByteOrZero(pc + 1) == 0x01 && r.ByteOrZero(pc + 2) == 0xf9));
+    r.Apply(e);
+    if (rdtsc) out.push_back((r.regs.u64(rdx) << 32) | (r.regs.u64(rax) & 0xffffffff));
+  }
+  return out;
+}
+
+// AT_RANDOM's 16 bytes in a trace's initial stack (argc, argv, envp, auxv).
+inline std::vector<std::uint8_t> AtRandom(const std::string& trace) {
+  auto source = core::MapFile(trace);
+  if (!source.ok()) return {};
+  auto reader = core::OpenTraceSource(*source);
+  if (!reader.ok()) return {};
+  const Replay r(**reader);
+  auto word = [&](core::Address a) {
+    std::uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= std::uint64_t(r.ByteOrZero(a + i)) << (8 * i);
+    return v;
+  };
+  core::Address at = r.regs.u64(*core::X86_64().Find("rsp"));
+  at += 8 * (word(at) + 2);
+  while (word(at) != 0) at += 8;
+  for (at += 8; word(at) != 0; at += 16) {
+    if (word(at) != 25) continue;  // AT_RANDOM
+    std::vector<std::uint8_t> bytes(16);
+    for (int i = 0; i < 16; ++i)
+      bytes[i] = static_cast<std::uint8_t>(r.ByteOrZero(word(at + 8) + i));
+    return bytes;
+  }
+  return {};
+}
+
+// Records `program` into `out->path` in a child process whose children
+// live in a new PID namespace, so that the program is pid 1 in every run
+// (getpid, set_tid_address and the tid glibc stores in the TCB are the
+// same). `record` runs there with the options every cross-check uses
+// (--no-vdso, stdout and stderr to /dev/null, no consistency checks) and
+// may change them; its RecordResult or error message comes back through a
+// pipe; `engine` names it in errors.
+inline void RecordInNewPidNamespace(
+    const CrossCheckCase& program, const std::string& engine,
+    const std::function<core::Expected<RecordResult>(RecordOptions&, RecordingSink&)>& record,
+    Recording* out) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t worker = fork();
+  ASSERT_GE(worker, 0);
+  if (worker == 0) {
+    close(fds[0]);
+    auto report = [&](const std::string& error, const RecordResult& r) {
+      const std::uint32_t n = static_cast<std::uint32_t>(error.size());
+      [[maybe_unused]] ssize_t w = write(fds[1], &r, sizeof r);
+      w = write(fds[1], &n, sizeof n);
+      w = write(fds[1], error.data(), n);
+      _exit(0);
+    };
+    if (unshare(CLONE_NEWPID) != 0)
+      report(std::string("unshare(CLONE_NEWPID): ") + strerror(errno), {});
+    auto sink = UsercornSink::Create(out->path);
+    if (!sink.ok()) report(sink.status().message(), {});
+    RecordOptions options;
+    options.spawn.argv = ArgvOf(program);
+    options.spawn.stdout_fd = open("/dev/null", O_WRONLY);
+    // Its own stderr: a program may change the file's flags (make sets
+    // O_APPEND), which the other run would then see.
+    options.spawn.stderr_fd = open("/dev/null", O_WRONLY);
+    options.hide_vdso = true;  // implied by the emu and native engines: the same ld.so path
+    options.check_interval = 0;
+    core::Expected<RecordResult> r = record(options, **sink);
+    if (!r.ok()) report(engine + ": " + r.status().message(), {});
+    report("", *r);
+  }
+  close(fds[1]);
+  RecordResult result;
+  std::uint32_t n = 0;
+  const bool got = read(fds[0], &result, sizeof result) == sizeof result &&
+                   read(fds[0], &n, sizeof n) == sizeof n;
+  std::string error(got ? n : 0, '\0');
+  if (got && n > 0) {
+    ASSERT_EQ(read(fds[0], error.data(), n), static_cast<ssize_t>(n));
+  }
+  close(fds[0]);
+  int status = 0;
+  waitpid(worker, &status, 0);
+  ASSERT_TRUE(got) << "the recording process died (status " << status << ")";
+  ASSERT_TRUE(error.empty()) << error;
+  EXPECT_EQ(result.end, RecordResult::End::kExited);
+  EXPECT_EQ(result.missed_bytes, 0u);
+  out->result = result;
+}
+
+// BACKSTEP_CROSSCHECK_COMMANDS: "cmd args;cmd args", each program looked up
+// on PATH.
+inline std::vector<CrossCheckCase> RealPrograms() {
+  std::vector<CrossCheckCase> out;
+  const char* commands = std::getenv("BACKSTEP_CROSSCHECK_COMMANDS");
+  std::istringstream list(commands ? commands : "");
+  std::string command;
+  while (std::getline(list, command, ';')) {
+    std::istringstream words(command);
+    CrossCheckCase c{"real" + std::to_string(out.size()), {}};
+    for (std::string w; words >> w;) c.argv.push_back(w);
+    if (c.argv.empty()) continue;
+    for (const char* dir : {"/usr/bin/", "/bin/"}) {
+      if (c.argv[0].find('/') == std::string::npos && access((dir + c.argv[0]).c_str(), X_OK) == 0)
+        c.argv[0] = dir + c.argv[0];
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace backstep::record::test_util

@@ -1,0 +1,101 @@
+// The engine cross-check for the native engine (the emu engine's is
+// emu/emu_crosscheck_test.cc): a program recorded natively and materialized
+// (native_recorder.h, materialize.h) gives, position by position, the trace
+// the ptrace engine (the ground truth) records of it: the same event kinds,
+// registers, every write (trace_compare_test_util.h). Neither trace holds
+// reads here: materialization records none (the emu engine's rule).
+//
+// Inputs: both runs are pid 1 of a new PID namespace; the program gets
+// GLIBC_TUNABLES as the native engine gives it (ProgramEnvironment) in both;
+// CPUID is the portable table in both with CPUID faulting, else the CPU's
+// (both pinned to the CPU the native run used). The inputs that differ
+// between two runs (AT_RANDOM's bytes, getrandom's, rdtsc's, the clock reads
+// and sysinfo) are the ptrace run's, given to the native run
+// (NativeOptions), as the emu engine's cross-check gives them to its run.
+//
+// The programs: interrupts.c (signals that interrupt pause, read and
+// nanosleep, one restarted; fork and vfork); BACKSTEP_CROSSCHECK_COMMANDS
+// adds real programs (crosscheck_test_util.h), named RealPrograms/
+// NativePtraceCrossCheck.MaterializedTraceEqualsPtraceTrace/N.
+#include <gtest/gtest.h>
+#include <sched.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "recorder/crosscheck_test_util.h"
+#include "recorder/native/native_test_util.h"
+#include "recorder/trace_compare_test_util.h"
+
+namespace backstep::record {
+namespace {
+
+using test_util::CrossCheckCase;
+
+class NativePtraceCrossCheck : public ::testing::TestWithParam<CrossCheckCase> {};
+
+TEST_P(NativePtraceCrossCheck, MaterializedTraceEqualsPtraceTrace) {
+  const std::string base = ::testing::TempDir() + "/" + GetParam().name + ".native-check";
+  const std::string log_path = base + ".nlog", materialized = base + ".materialized.ucir";
+  // CPUID as the native engine sees it here: the portable table when the
+  // CPU can make it fault, else this CPU's (the first this process may use,
+  // where the native engine pins the program).
+  const NativeLog::Cpuid cpuid =
+      CpuidFaultingAvailable() ? NativeLog::Cpuid::kPortable : NativeLog::Cpuid::kHost;
+  test_util::Recording ptrace_rec;
+  ptrace_rec.path = base + ".ptrace.ucir";
+  test_util::RecordInNewPidNamespace(
+      GetParam(), "ptrace",
+      [&](RecordOptions& options, RecordingSink& sink) -> core::Expected<RecordResult> {
+        options.reads = false;  // materialization records none
+        options.portable_cpuid = cpuid == NativeLog::Cpuid::kPortable;
+        if (!options.portable_cpuid) {
+          cpu_set_t mine, one;
+          sched_getaffinity(0, sizeof mine, &mine);
+          int cpu = 0;
+          while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &mine)) ++cpu;
+          CPU_ZERO(&one);
+          CPU_SET(cpu, &one);
+          if (sched_setaffinity(0, sizeof one, &one) != 0)
+            return core::Status::IOError("cannot run on CPU " + std::to_string(cpu));
+        }
+        const ProgramEnvironment environment(cpuid);
+        return Record(options, sink);
+      },
+      &ptrace_rec);
+  if (HasFatalFailure()) return;
+  // The inputs that differ between two runs: the native run gets the ptrace run's.
+  NativeOptions given;
+  given.at_random = test_util::AtRandom(ptrace_rec.path);
+  ASSERT_EQ(given.at_random.size(), 16u);
+  given.rdtsc = test_util::RdtscResults(ptrace_rec.path);
+  given.getrandom = test_util::GetrandomResults(ptrace_rec.path);
+  given.kernel_answers = test_util::KernelAnswers(ptrace_rec.path);
+  ASSERT_EQ(test_util::RecordNativeLog(test_util::ArgvOf(GetParam()), log_path, given), "");
+  core::Expected<NativeLog> log = ReadNativeLog(log_path);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_EQ(log->cpuid, cpuid);
+  core::Expected<RecordResult> m = test_util::MaterializeTo(*log, materialized);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_NE(ptrace_rec.result.exit_code, 127);  // ld.so accepted the CPU
+  EXPECT_EQ(m->exit_code, ptrace_rec.result.exit_code);
+  EXPECT_EQ(m->instructions, ptrace_rec.result.instructions);
+  EXPECT_EQ(m->syscalls, ptrace_rec.result.syscalls);
+  test_util::CompareTraces(ptrace_rec.path, materialized, "ptrace", "materialized");
+  if (HasFatalFailure()) return;
+  for (const std::string& p : {log_path, materialized, ptrace_rec.path}) std::remove(p.c_str());
+}
+
+// One program keeps it to seconds (the ptrace engine single-steps): every
+// kind of interrupted call, fork and vfork. The others on demand:
+// BACKSTEP_CROSSCHECK_COMMANDS=build/recorder/programs/syscalls_O2_static.
+INSTANTIATE_TEST_SUITE_P(Programs, NativePtraceCrossCheck,
+                         ::testing::Values(CrossCheckCase{"interrupts_O2_static", {}}),
+                         [](const auto& p) { return p.param.name; });
+INSTANTIATE_TEST_SUITE_P(RealPrograms, NativePtraceCrossCheck,
+                         ::testing::ValuesIn(test_util::RealPrograms()),
+                         [](const auto& p) { return p.param.name; });
+
+}  // namespace
+}  // namespace backstep::record
