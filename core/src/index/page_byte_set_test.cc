@@ -13,7 +13,7 @@ namespace {
 // the set answers as a plain array of booleans does, lines() included.
 TEST(PageByteSetTest, AgreesWithAnArrayOfBooleans) {
   std::mt19937 rng(7);
-  for (int round = 0; round < 300; ++round) {
+  for (int round = 0; round < 120; ++round) {
     const std::uint32_t o1 = rng() % kPageSize;
     const std::uint32_t n = rng() % (kPageSize - o1 + 1);
     std::vector<std::uint8_t> flags(n);
@@ -36,13 +36,14 @@ TEST(PageByteSetTest, AgreesWithAnArrayOfBooleans) {
       const bool any = std::any_of(in.begin() + a, in.begin() + z, [](bool b) { return b; });
       ASSERT_EQ(set.AnyIn(a, z), any) << "round " << round << " [" << a << ", " << z << ")";
       if (op % 2) {
-        std::vector<bool> taken(kPageSize, false);
+        std::vector<std::uint32_t> taken, expected;
         set.TakeRange(a, z, [&](std::uint32_t w, std::uint64_t bits) {
-          PageByteSet::ForEach(w, bits, [&](std::uint32_t i) { taken[i] = true; });
+          PageByteSet::ForEach(w, bits, [&](std::uint32_t i) { taken.push_back(i); });
         });
-        for (std::uint32_t i = 0; i < kPageSize; ++i) {
-          ASSERT_EQ(taken[i], in[i] && i >= a && i < z) << "offset " << i;
+        for (std::uint32_t i = a; i < z; ++i) {
+          if (in[i]) expected.push_back(i);
         }
+        ASSERT_EQ(taken, expected) << "round " << round << " [" << a << ", " << z << ")";
         std::fill(in.begin() + a, in.begin() + z, false);
         ASSERT_EQ(set.lines(), lines());
         ASSERT_EQ(set.empty(), lines() == 0);
