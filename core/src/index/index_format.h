@@ -208,6 +208,8 @@ inline void PutVarint(std::uint64_t v, std::uint8_t*& out) {
 // cut there (only in a damaged file) yields the bits read so far and leaves
 // `in` at `end`.
 inline std::uint64_t GetVarint(const std::uint8_t*& in, const std::uint8_t* end) {
+  // One byte (most event deltas and offset deltas): no loop.
+  if (in < end && *in < 0x80) return *in++;
   std::uint64_t v = 0;
   for (int shift = 0; in < end; shift += 7) {
     const std::uint8_t b = *in++;
@@ -282,32 +284,56 @@ class EntryDecoder {
       : in_(in), end_(end), event_(first_event), without_data_(without_data) {}
   AccessEntry Next() {
     AccessEntry e;
+    Read(e);
+    return e;
+  }
+  // The same into `e`, every field of which it sets: a loop over thousands
+  // of entries (the write-state walk) reuses one object instead of
+  // clearing a new one each time. Inlined for that loop.
+  [[gnu::always_inline]] void Read(AccessEntry& e) {
+    if (!Decode(e)) Break(e);
+  }
+
+ private:
+  // Decodes the next entry into `e` (every field); false if it is broken.
+  [[gnu::always_inline]] bool Decode(AccessEntry& e) {
     e.event = event_ += GetVarint(in_, end_);
-    if (end_ - in_ < 2) return Broken(e);
+    e.piece_offset = 0;
+    e.data = nullptr;
+    e.ref_offset = 0;
+    e.event_ref = false;
+    e.source = {};
+    if (end_ - in_ < 2) return false;
     const std::uint16_t head = LoadRecord<std::uint16_t>(in_);
     in_ += 2;
     e.offset = head & 0xfff;
     const std::uint32_t code = head >> 12;
-    if (code == 0) {
-      const std::uint64_t x = GetVarint(in_, end_);
-      if ((x >> 3) > kPageSize || ((x & kEntryRef) && (x & kEntryEvent))) return Broken(e);
-      e.length = static_cast<std::uint32_t>(x >> 3);
-      e.ref = x & kEntryRef;
-      e.event_ref = x & kEntryEvent;
-      if (x & kEntrySplit) {
-        e.piece_offset = GetVarint(in_, end_);
-        e.access_length = GetVarint(in_, end_);
-      } else {
-        e.access_length = e.length;
-      }
-    } else {
+    if (code != 0) {
+      // The short forms (nearly every entry): a whole access, no extension.
       e.ref = code > kMaxInlineCode;
       e.length = e.ref ? kRefLengths[code - kMaxInlineCode - 1] : code;
+      e.access_length = e.length;
+      if (e.offset + std::uint64_t{e.length} > kPageSize) return false;
+      if (e.ref) {
+        e.ref_offset = ref_ += static_cast<std::uint64_t>(UnZigZag(GetVarint(in_, end_)));
+        return true;
+      }
+      return TakeData(e);
+    }
+    const std::uint64_t x = GetVarint(in_, end_);
+    if ((x >> 3) > kPageSize || ((x & kEntryRef) && (x & kEntryEvent))) return false;
+    e.length = static_cast<std::uint32_t>(x >> 3);
+    e.ref = x & kEntryRef;
+    e.event_ref = x & kEntryEvent;
+    if (x & kEntrySplit) {
+      e.piece_offset = GetVarint(in_, end_);
+      e.access_length = GetVarint(in_, end_);
+    } else {
       e.access_length = e.length;
     }
     if (e.offset + std::uint64_t{e.length} > kPageSize || e.piece_offset > e.access_length ||
         e.length > e.access_length - e.piece_offset) {
-      return Broken(e);
+      return false;
     }
     if (e.ref) {
       e.ref_offset = ref_ += static_cast<std::uint64_t>(UnZigZag(GetVarint(in_, end_)));
@@ -315,18 +341,25 @@ class EntryDecoder {
       e.source.write_index = GetVarint(in_, end_);
       e.source.reader_offset = GetVarint(in_, end_);
       e.source.reader_aux = GetVarint(in_, end_);
-    } else if (without_data_) {
-      e.data = kNoDataBytes;
     } else {
-      if (static_cast<std::uint64_t>(end_ - in_) < e.length) return Broken(e);
-      e.data = in_;
-      in_ += e.length;
+      return TakeData(e);
     }
-    return e;
+    return true;
   }
 
- private:
-  AccessEntry Broken(AccessEntry e) {
+  // An entry's inline data (none when the block holds no data).
+  bool TakeData(AccessEntry& e) {
+    if (without_data_) {
+      e.data = kNoDataBytes;
+      return true;
+    }
+    if (static_cast<std::uint64_t>(end_ - in_) < e.length) return false;
+    e.data = in_;
+    in_ += e.length;
+    return true;
+  }
+
+  void Break(AccessEntry& e) {
     in_ = end_;
     e.offset = 0;  // overlaps nothing
     e.length = 0;
@@ -335,7 +368,6 @@ class EntryDecoder {
     e.data = in_;
     e.piece_offset = 0;
     e.access_length = 0;
-    return e;
   }
 
   const std::uint8_t* in_;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "index/page_byte_set.h"
 #include "index/trace_index.h"
 
 namespace backstep::core {
@@ -224,9 +225,19 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
   const std::uint64_t page = lo >> kPageBits;
   const auto o1 = static_cast<std::uint32_t>(lo & (kPageSize - 1));
   const auto o2 = static_cast<std::uint32_t>(o1 + (hi - lo));
-  const std::uint64_t mask = LineMask(o1, o2 - o1);
-  std::uint64_t remaining = 0;
-  for (std::uint32_t i = 0; i < o2 - o1; ++i) remaining += !known[i];
+  // The asked bytes not decided yet (known[i - o1] == 0), as a bit set:
+  // entries and blocks that cannot decide one are passed over with a few
+  // word operations, and each decided byte is taken out of it exactly once.
+  PageByteSet undecided;
+  undecided.AddZeros(o1, known, o2 - o1);
+  // Sets bytes `bits` of line w from data, data[i - offset] for byte i.
+  auto decide = [&](const std::uint8_t* data, std::uint32_t offset, std::uint32_t w,
+                    std::uint64_t bits) {
+    PageByteSet::ForEach(w, bits, [&](std::uint32_t i) {
+      values[i - o1] = data[i - offset];
+      known[i - o1] = 1;
+    });
+  };
   // The asked part of an entry: bytes [a, z) of the page, data[i - offset]
   // for byte i.
   struct Piece {
@@ -239,20 +250,22 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
   Piece small_block[kBlockBuffer];
   std::vector<Piece> big_block;
   bool last_needed = false;
-  // Bytes claimed by a piece whose data is being prefetched (see below).
-  constexpr std::uint8_t kClaimed = 2;
+  // Bytes a piece of at most 64 bytes took (lines word and word + 1) whose
+  // data is being prefetched (see below).
+  struct Claim {
+    const std::uint8_t* data;
+    std::uint32_t offset, word;
+    std::uint64_t bits[2];
+  };
   constexpr std::uintptr_t kLineMask = 63;
   constexpr std::uint32_t kClaimBatch = 64;
-  Piece claims[kClaimBatch];
+  Claim claims[kClaimBatch];
   std::uint32_t claimed = 0;
   auto copy_claims = [&] {
     for (std::uint32_t k = 0; k < claimed; ++k) {
-      const Piece& c = claims[k];
-      for (std::uint32_t i = c.a; i < c.z; ++i) {
-        const bool mine = known[i - o1] == kClaimed;
-        values[i - o1] = mine ? c.data[i - c.offset] : values[i - o1];
-        known[i - o1] = mine ? 1 : known[i - o1];
-      }
+      const Claim& c = claims[k];
+      decide(c.data, c.offset, c.word, c.bits[0]);
+      decide(c.data, c.offset, c.word + 1, c.bits[1]);
     }
     claimed = 0;
   };
@@ -260,7 +273,8 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
   // and names one of them) and the bytes of the one being copied.
   std::vector<AccessEntry> event_entries;
   std::vector<std::uint8_t> buffer;
-  for (std::uint64_t s = SegmentIndexOf(p - 1) + 1; remaining > 0 && s-- > 0;) {
+  AccessEntry e;  // the entry being decoded (EntryDecoder::Read)
+  for (std::uint64_t s = SegmentIndexOf(p - 1) + 1; !undecided.empty() && s-- > 0;) {
     const SegmentRecord seg = segment(s);
     if (seg.end_event <= lower) break;
     const auto rec = FindPage(seg, kWriteList, page);
@@ -304,52 +318,39 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
     // write) that covers it: older writes of bytes already decided are never
     // fetched, and the walk stops once every asked byte is decided.
     // Referenced data lives in the trace, one cache miss per entry: the walk
-    // claims bytes first (known = kClaimed) and prefetches the claiming
-    // entries' data, then copies a batch of claims at a time, so that the
-    // misses overlap instead of following one another. A claimed byte's
-    // claimer is the newest entry covering it (bytes only go from unknown
-    // to claimed), and claims are copied newest first. An event-referenced
-    // entry's bytes are decoded from the trace only when it decides a byte,
-    // and copied at once (the bytes it decides are unknown, not claimed).
+    // claims bytes first (takes them out of `undecided`, keeping which) and
+    // prefetches the claiming entries' data, then copies a batch of claims
+    // at a time, so that the misses overlap instead of following one
+    // another. Each byte is taken once, by the newest entry covering it, so
+    // the copies' order does not matter. Longer pieces (one contiguous run,
+    // which the hardware prefetches) and event-referenced entries (decoded
+    // from the trace only when they decide a byte) are copied at once.
     auto claim = [&](const Piece& piece) {
       const std::uint32_t a = piece.a, z = piece.z;
-      if (!piece.data) {
-        bool any = false;
-        for (std::uint32_t i = a; i < z && !any; ++i) any = !known[i - o1];
-        if (!any) return;
-        const AccessEntry& e = event_entries[piece.event_entry];
-        const std::uint8_t* data = EntryData(e, buffer);
-        for (std::uint32_t i = a; i < z; ++i) {
-          if (!known[i - o1]) {
-            values[i - o1] = data[i - e.offset];
-            known[i - o1] = 1;
-            --remaining;
-          }
-        }
+      if (!undecided.AnyIn(a, z)) return;
+      const std::uint8_t* data = piece.data;
+      if (!data || z - a > 64) {
+        if (!data) data = EntryData(event_entries[piece.event_entry], buffer);
+        undecided.TakeRange(a, z, [&](std::uint32_t w, std::uint64_t bits) {
+          decide(data, piece.offset, w, bits);
+        });
         return;
       }
       if (claimed == kClaimBatch) copy_claims();
-      // Branch-free: whether a byte is known is data the predictor cannot learn.
-      std::uint32_t newly = 0;
-      for (std::uint32_t i = a; i < z; ++i) {
-        const std::uint8_t k = known[i - o1];
-        const std::uint8_t unknown = k == 0;
-        known[i - o1] = k | static_cast<std::uint8_t>(unknown * kClaimed);
-        newly += unknown;
-      }
-      if (newly == 0) return;
-      remaining -= newly;
-      const std::uint8_t* data = piece.data;
+      Claim& c = claims[claimed++];
+      c = {data, piece.offset, a / 64, {0, 0}};
+      undecided.TakeRange(a, z,
+                          [&](std::uint32_t w, std::uint64_t bits) { c.bits[w - c.word] = bits; });
       const auto first = reinterpret_cast<std::uintptr_t>(data + (a - piece.offset)) & ~kLineMask;
       const auto last = reinterpret_cast<std::uintptr_t>(data + (z - piece.offset) - 1);
       for (std::uintptr_t line = first; line <= last; line += kLineMask + 1) {
         __builtin_prefetch(reinterpret_cast<const void*>(line));
       }
-      claims[claimed++] = piece;
     };
-    for (std::uint64_t b = end; remaining > 0 && b-- > start;) {
+    for (std::uint64_t b = end; !undecided.empty() && b-- > start;) {
       const BlockRecord block = blocks.at(b);
-      if (!(block.line_mask & mask)) continue;
+      // No entry of the block touches a line with an undecided byte.
+      if (!(block.line_mask & undecided.lines())) continue;
       EntryDecoder decoder = BlockDecoder(block, kWriteList);
       if (block.entry_count > kBlockBuffer && block.entry_count > big_block.size()) {
         big_block.resize(block.entry_count);
@@ -358,30 +359,29 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
       std::uint32_t count = 0;
       event_entries.clear();
       for (std::uint32_t j = 0; j < block.entry_count; ++j) {
-        const AccessEntry e = decoder.Next();
+        decoder.Read(e);
         if (e.event >= p) break;
-        if (e.event >= lower && Overlaps(e, o1, o2)) {
+        if (e.event < lower) continue;
+        const std::uint32_t a = std::max(o1, e.offset), z = std::min(o2, e.offset + e.length);
+        // An entry none of whose bytes is undecided now cannot decide one
+        // later in this walk: not kept, its data never looked at.
+        if (undecided.AnyIn(a, z)) {
           // Data in the index, the trace or kZeros: EntryData leaves
           // `buffer` alone for those.
           const std::uint8_t* data = e.event_ref ? nullptr : EntryData(e, buffer);
           const auto event_entry = static_cast<std::uint32_t>(event_entries.size());
           if (e.event_ref) event_entries.push_back(e);
-          entries[count++] = {data, e.offset, std::max(o1, e.offset),
-                              std::min(o2, e.offset + e.length), event_entry};
+          entries[count++] = {data, e.offset, a, z, event_entry};
         }
       }
-      for (std::uint32_t k = count; remaining > 0 && k-- > 0;) claim(entries[k]);
+      for (std::uint32_t k = count; !undecided.empty() && k-- > 0;) claim(entries[k]);
     }
     copy_claims();
-    if (snap && remaining > 0) {
+    if (snap && !undecided.empty()) {
       const std::uint8_t* bits = bytes_.data() + snap->data_offset;
       const std::uint8_t* snap_values = bits + kPageSize / 8;
-      for (std::uint32_t i = o1; i < o2; ++i) {
-        const bool take = !known[i - o1] && ((bits[i / 8] >> (i % 8)) & 1);
-        values[i - o1] = take ? snap_values[i] : values[i - o1];
-        known[i - o1] |= take;
-        remaining -= take;
-      }
+      undecided.TakeWhere(
+          bits, [&](std::uint32_t w, std::uint64_t taken) { decide(snap_values, 0, w, taken); });
     }
     if (last_needed) break;
   }

@@ -166,7 +166,8 @@ class TraceIndex {
   // Bytes [lo, hi) of one page written by events in [lower, p): sets
   // known[i] = 1 and values[i] for each byte with such a write (the last
   // one); leaves other bytes alone. Decodes at most snapshot_blocks blocks
-  // per segment with the page.
+  // per segment with the page, and none whose line mask misses every line
+  // with a byte still undecided.
   void WriteState(Address lo, Address hi, std::uint64_t lower, std::uint64_t p,
                   std::uint8_t* values, std::uint8_t* known) const;
   // Fills unknown bytes of [lo, hi) (one page) from the inferred list with
