@@ -4,7 +4,7 @@
 Usage: bench/index_breakdown.py INDEX [TRACE]
 
 Reads the file as docs/formats/index-format.md describes it (versions 3
-and 4), independently of the C++ reader: header, directory tables, keyframe ref
+to 5), independently of the C++ reader: header, directory tables, keyframe ref
 arrays, register records, and per segment the pc index (records, skip
 records, postings) and the three access lists (page records, block
 records, entry bytes split into headers, inline data and references, page
@@ -107,9 +107,13 @@ def segment_lists(b, info, seg_offset):
     data = b.data
     first, end_event, pcs_offset, pc_count = b.u64s(seg_offset, 4)
     lists = b.u64s(seg_offset + 32, 6)
-    b.add("pc records", pc_count * 32, pc_count)
     for i in range(pc_count):
         pc, count, skips_offset, data_offset = b.u64s(pcs_offset + 32 * i, 4)
+        if info["version"] >= 5 and data_offset >> 63:
+            # A follower: its leader's postings, shifted; no postings of its own.
+            b.add("pc records (followers)", 32, 1)
+            continue
+        b.add("pc records", 32, 1)
         blocks = (count + 127) // 128
         # Version 4: a pc with at most one block has no skip table.
         table = blocks if info["version"] < 4 or count > 128 else 0

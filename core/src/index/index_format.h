@@ -18,7 +18,7 @@ namespace backstep::core {
 inline constexpr char kIndexMagic[8] = {'B', 'S', 'I', 'N', 'D', 'E', 'X', '\n'};
 inline constexpr char kFooterMagic[8] = {'B', 'S', 'I', 'D', 'X', 'E', 'N', 'D'};
 // Bump on any change of layout or meaning; a different version is rebuilt.
-inline constexpr std::uint32_t kIndexVersion = 4;
+inline constexpr std::uint32_t kIndexVersion = 5;
 
 inline constexpr std::uint64_t kPageBits = 12;
 inline constexpr std::uint64_t kPageSize = 1u << kPageBits;
@@ -160,7 +160,17 @@ struct PcRecord {
   std::uint64_t skips_offset;
   std::uint64_t data_offset;  // varint deltas
 };
-inline bool HasSkipTable(const PcRecord& rec) { return rec.count > kPostingsPerBlock; }
+// A follower (version 5): a pc whose postings are those of another pc of the
+// segment (its leader) plus `shift` events, as the instructions of a basic
+// block after its first are. Its record keeps pc and count; skips_offset is
+// the leader's record index in the segment's table and data_offset
+// kFollowerTag | shift. The leader is never itself a follower.
+inline constexpr std::uint64_t kFollowerTag = std::uint64_t(1) << 63;
+inline bool IsFollower(const PcRecord& rec) { return (rec.data_offset & kFollowerTag) != 0; }
+inline std::uint64_t FollowerShift(const PcRecord& rec) { return rec.data_offset & ~kFollowerTag; }
+inline bool HasSkipTable(const PcRecord& rec) {
+  return !IsFollower(rec) && rec.count > kPostingsPerBlock;
+}
 struct SkipRecord {
   std::uint64_t first_event;  // first posting of the block
   std::uint64_t data_rel;     // deltas of the block's other postings, from data_offset

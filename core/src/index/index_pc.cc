@@ -1,7 +1,7 @@
 // Pc-index queries of TraceIndex: postings are read straight from the
 // mapping; a lookup is a binary search over the segment's sorted pcs, one
 // over the pc's skip table, and the decode of at most one block of
-// kPostingsPerBlock varints.
+// kPostingsPerBlock varints. A follower's queries are its leader's, shifted.
 #include <algorithm>
 
 #include "index/trace_index.h"
@@ -25,6 +25,15 @@ struct PcTable {
       }
     }
     return lo;
+  }
+  // The record whose postings `rec`'s are, shifted by `*shift` events
+  // (`rec` itself and 0 but for a follower). Validation guarantees a leader
+  // in the table that is no follower.
+  PcRecord Postings(const PcRecord& rec, std::uint64_t* shift) const {
+    *shift = 0;
+    if (!IsFollower(rec)) return rec;
+    *shift = FollowerShift(rec);
+    return at(rec.skips_offset);
   }
 };
 
@@ -92,12 +101,22 @@ std::optional<std::uint64_t> TraceIndex::PostingBefore(const PcRecord& rec,
   return best;
 }
 
+template <class Table>
+std::optional<std::uint64_t> TraceIndex::PostingAtOrAfter(const Table& table, const PcRecord& rec,
+                                                          std::uint64_t from) const {
+  std::uint64_t shift;
+  const PcRecord postings = table.Postings(rec, &shift);
+  const auto q = PostingAtOrAfter(postings, from > shift ? from - shift : 0);
+  if (!q) return std::nullopt;
+  return *q + shift;
+}
+
 std::optional<std::uint64_t> TraceIndex::NextPcInSegment(const SegmentRecord& seg, Address pc,
                                                          std::uint64_t from) const {
   const PcTable table{bytes_.data() + seg.pcs_offset, seg.pc_count};
   const std::uint64_t i = table.LowerBound(pc);
   if (i == table.count || table.at(i).pc != pc) return std::nullopt;
-  return PostingAtOrAfter(table.at(i), from);
+  return PostingAtOrAfter(table, table.at(i), from);
 }
 
 std::optional<std::uint64_t> TraceIndex::PrevPcInSegment(const SegmentRecord& seg, Address pc,
@@ -105,7 +124,12 @@ std::optional<std::uint64_t> TraceIndex::PrevPcInSegment(const SegmentRecord& se
   const PcTable table{bytes_.data() + seg.pcs_offset, seg.pc_count};
   const std::uint64_t i = table.LowerBound(pc);
   if (i == table.count || table.at(i).pc != pc) return std::nullopt;
-  return PostingBefore(table.at(i), before);
+  std::uint64_t shift;
+  const PcRecord rec = table.Postings(table.at(i), &shift);
+  if (before <= shift) return std::nullopt;
+  const auto q = PostingBefore(rec, before - shift);
+  if (!q) return std::nullopt;
+  return *q + shift;
 }
 
 std::optional<std::uint64_t> TraceIndex::NextPc(Address pc, std::uint64_t from) const {
@@ -135,7 +159,7 @@ std::optional<std::uint64_t> TraceIndex::NextPcInRange(Address lo, Address hi,
     for (std::uint64_t i = table.LowerBound(lo); i < table.count; ++i) {
       const PcRecord rec = table.at(i);
       if (rec.pc > hi) break;
-      auto q = PostingAtOrAfter(rec, from);
+      auto q = PostingAtOrAfter(table, rec, from);
       if (q && (!best || *q < *best)) best = q;
     }
     if (best) return best;
@@ -183,9 +207,13 @@ std::uint64_t TraceIndex::CountPc(Address pc, std::uint64_t from, std::uint64_t 
     const PcTable table{bytes_.data() + seg.pcs_offset, seg.pc_count};
     const std::uint64_t i = table.LowerBound(pc);
     if (i == table.count || table.at(i).pc != pc) continue;
-    const PcRecord rec = table.at(i);
-    const std::uint64_t below_to = seg.end_event <= to ? rec.count : PostingRank(rec, to);
-    const std::uint64_t below_from = seg.first_event >= from ? 0 : PostingRank(rec, from);
+    std::uint64_t shift;
+    const PcRecord rec = table.Postings(table.at(i), &shift);
+    auto rank = [&](std::uint64_t before) {
+      return before <= shift ? 0 : PostingRank(rec, before - shift);
+    };
+    const std::uint64_t below_to = seg.end_event <= to ? rec.count : rank(to);
+    const std::uint64_t below_from = seg.first_event >= from ? 0 : rank(from);
     total += below_to - below_from;
   }
   return total;

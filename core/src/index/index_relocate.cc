@@ -35,6 +35,7 @@ class Relocator {
     for (std::uint64_t i = 0; i < count; ++i) {
       const std::uint64_t at = offset + i * sizeof(PcRecord);
       PcRecord r = Load<PcRecord>(at);
+      if (IsFollower(r)) continue;  // a record index and a shift: nothing moves
       if (HasSkipTable(r)) r.skips_offset = Moved(r.skips_offset);  // else an event
       r.data_offset = Moved(r.data_offset);
       Store(at, r);

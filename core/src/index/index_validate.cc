@@ -47,6 +47,17 @@ Status TraceIndex::CheckSegmentData(std::uint64_t s) const {
   };
   for (std::uint64_t i = 0; i < seg.pc_count; ++i) {
     const auto rec = Rec<PcRecord>(bytes_.data() + seg.pcs_offset, i);
+    if (IsFollower(rec)) {
+      // Queries read the leader's postings once, with no further lookup.
+      const bool ok = rec.count != 0 && rec.skips_offset < seg.pc_count &&
+                      FollowerShift(rec) != 0 && FollowerShift(rec) < dir_.event_count && [&] {
+                        const auto leader =
+                            Rec<PcRecord>(bytes_.data() + seg.pcs_offset, rec.skips_offset);
+                        return !IsFollower(leader) && leader.count == rec.count;
+                      }();
+      if (!ok) return corrupt("bad follower pc record " + std::to_string(i));
+      continue;
+    }
     const std::uint64_t blocks = rec.count / kPostingsPerBlock + 1;
     if (rec.count == 0 ||
         (HasSkipTable(rec) && !InFile(rec.skips_offset, blocks, sizeof(SkipRecord))) ||

@@ -14,6 +14,15 @@ void PcIndexBuilder::Add(std::uint64_t pc, std::uint64_t event) {
     slot = {pc, &it->second};
   }
   Postings& p = *slot.postings;
+  Postings* before = previous_ && previous_event_ + 1 == event ? previous_ : nullptr;
+  if (before == &p) before = nullptr;  // a pc repeated in place leads itself
+  if (p.count == 0) {
+    p.follows = before;
+  } else if (p.follows != before) {
+    p.follows = nullptr;
+  }
+  previous_ = &p;
+  previous_event_ = event;
   if (p.count % kPostingsPerBlock == 0) {
     p.skips.push_back({event, p.data.size()});
     memory_bytes_ += sizeof(SkipRecord);
@@ -28,29 +37,56 @@ void PcIndexBuilder::Add(std::uint64_t pc, std::uint64_t event) {
   ++p.count;
 }
 
+// p follows q with equal counts: every posting e of p has q at e - 1, and
+// as many postings, so q's postings are exactly p's minus one. No cycle is
+// possible (the earliest posting of a cycle would need an earlier one).
+void PcIndexBuilder::Resolve(Postings& p) {
+  if (p.leader) return;
+  std::vector<Postings*> chain;
+  Postings* q = &p;
+  while (!q->leader && q->follows && q->follows->count == q->count) {
+    chain.push_back(q);
+    q = q->follows;
+  }
+  if (!q->leader) {
+    q->leader = q;
+    q->shift = 0;
+  }
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    (*it)->leader = (*it)->follows->leader;
+    (*it)->shift = (*it)->follows->shift + 1;
+  }
+}
+
 std::pair<std::uint64_t, std::uint64_t> PcIndexBuilder::Flush(IndexSink& sink) {
-  std::vector<std::uint64_t> order;
+  std::vector<std::pair<std::uint64_t, Postings*>> order;
   order.reserve(pcs_.size());
-  for (const auto& [pc, postings] : pcs_) order.push_back(pc);
-  std::sort(order.begin(), order.end());
+  for (auto& [pc, postings] : pcs_) order.emplace_back(pc, &postings);
+  std::sort(order.begin(), order.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (std::uint64_t i = 0; i < order.size(); ++i) order[i].second->index = i;
+  for (auto& [pc, p] : order) Resolve(*p);
   std::vector<PcRecord> records;
   records.reserve(order.size());
-  for (std::uint64_t pc : order) {
-    Postings& p = pcs_.at(pc);
-    PcRecord rec{pc, p.count, p.skips.front().first_event, sink.size()};
-    sink.Write(p.data.bytes());
+  for (auto& [pc, p] : order) {
+    if (p->leader != p) {
+      records.push_back({pc, p->count, p->leader->index, kFollowerTag | p->shift});
+      continue;
+    }
+    PcRecord rec{pc, p->count, p->skips.front().first_event, sink.size()};
+    sink.Write(p->data.bytes());
     sink.Pad8();
     if (HasSkipTable(rec)) {
       rec.skips_offset = sink.size();
-      sink.WriteRecords<SkipRecord>(p.skips);
+      sink.WriteRecords<SkipRecord>(p->skips);
     }
     records.push_back(rec);
-    p = Postings();
   }
   const std::uint64_t offset = sink.size();
   sink.WriteRecords<PcRecord>(records);
   pcs_.clear();
   cache_.fill({});
+  previous_ = nullptr;
   memory_bytes_ = 0;
   return {offset, records.size()};
 }

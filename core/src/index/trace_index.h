@@ -211,6 +211,10 @@ class TraceIndex {
   // Skip record i of `rec` (the first posting alone when it has no table).
   SkipRecord SkipAt(const PcRecord& rec, std::uint64_t i) const;
   std::optional<std::uint64_t> PostingAtOrAfter(const PcRecord& rec, std::uint64_t from) const;
+  // The same for a record of `table` that may be a follower (index_pc.cc).
+  template <class Table>
+  std::optional<std::uint64_t> PostingAtOrAfter(const Table& table, const PcRecord& rec,
+                                                std::uint64_t from) const;
   std::optional<std::uint64_t> PostingBefore(const PcRecord& rec, std::uint64_t before) const;
   // Number of postings of `rec` below `before`.
   std::uint64_t PostingRank(const PcRecord& rec, std::uint64_t before) const;
