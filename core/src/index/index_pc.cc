@@ -1,43 +1,14 @@
 // Pc-index queries of TraceIndex: postings are read straight from the
-// mapping; a lookup is a binary search over the segment's sorted pcs, one
-// over the pc's skip table, and the decode of at most one block of
-// kPostingsPerBlock varints. A follower's queries are its leader's, shifted.
+// mapping; a lookup is a binary search over the segment's pc groups and the
+// decode of at most kPcsPerGroup entries (pc_table.h), one over the pc's skip table, and the decode
+// of at most one block of kPostingsPerBlock varints. A follower's queries are its leader's,
+// shifted.
 #include <algorithm>
 
+#include "index/pc_table.h"
 #include "index/trace_index.h"
 
 namespace backstep::core {
-namespace {
-
-struct PcTable {
-  const std::uint8_t* base;
-  std::uint64_t count;
-  PcRecord at(std::uint64_t i) const { return LoadRecord<PcRecord>(base + i * sizeof(PcRecord)); }
-  // First record with pc >= `pc`.
-  std::uint64_t LowerBound(Address pc) const {
-    std::uint64_t lo = 0, hi = count;
-    while (lo < hi) {
-      const std::uint64_t mid = lo + (hi - lo) / 2;
-      if (LoadRecord<std::uint64_t>(base + mid * sizeof(PcRecord)) < pc) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    return lo;
-  }
-  // The record whose postings `rec`'s are, shifted by `*shift` events
-  // (`rec` itself and 0 but for a follower). Validation guarantees a leader
-  // in the table that is no follower.
-  PcRecord Postings(const PcRecord& rec, std::uint64_t* shift) const {
-    *shift = 0;
-    if (!IsFollower(rec)) return rec;
-    *shift = FollowerShift(rec);
-    return at(rec.skips_offset);
-  }
-};
-
-}  // namespace
 
 SkipRecord TraceIndex::SkipAt(const PcRecord& rec, std::uint64_t i) const {
   if (!HasSkipTable(rec)) return {rec.skips_offset, 0};
@@ -101,8 +72,7 @@ std::optional<std::uint64_t> TraceIndex::PostingBefore(const PcRecord& rec,
   return best;
 }
 
-template <class Table>
-std::optional<std::uint64_t> TraceIndex::PostingAtOrAfter(const Table& table, const PcRecord& rec,
+std::optional<std::uint64_t> TraceIndex::PostingAtOrAfter(const PcTable& table, const PcRecord& rec,
                                                           std::uint64_t from) const {
   std::uint64_t shift;
   const PcRecord postings = table.Postings(rec, &shift);
@@ -111,21 +81,25 @@ std::optional<std::uint64_t> TraceIndex::PostingAtOrAfter(const Table& table, co
   return *q + shift;
 }
 
+PcTable TraceIndex::Pcs(const SegmentRecord& seg) const {
+  return PcTable(bytes_.data(), bytes_.data() + bytes_.size() - kFooterSize, seg);
+}
+
 std::optional<std::uint64_t> TraceIndex::NextPcInSegment(const SegmentRecord& seg, Address pc,
                                                          std::uint64_t from) const {
-  const PcTable table{bytes_.data() + seg.pcs_offset, seg.pc_count};
-  const std::uint64_t i = table.LowerBound(pc);
-  if (i == table.count || table.at(i).pc != pc) return std::nullopt;
-  return PostingAtOrAfter(table, table.at(i), from);
+  const PcTable table = Pcs(seg);
+  const auto rec = table.Find(pc);
+  if (!rec) return std::nullopt;
+  return PostingAtOrAfter(table, *rec, from);
 }
 
 std::optional<std::uint64_t> TraceIndex::PrevPcInSegment(const SegmentRecord& seg, Address pc,
                                                          std::uint64_t before) const {
-  const PcTable table{bytes_.data() + seg.pcs_offset, seg.pc_count};
-  const std::uint64_t i = table.LowerBound(pc);
-  if (i == table.count || table.at(i).pc != pc) return std::nullopt;
+  const PcTable table = Pcs(seg);
+  const auto found = table.Find(pc);
+  if (!found) return std::nullopt;
   std::uint64_t shift;
-  const PcRecord rec = table.Postings(table.at(i), &shift);
+  const PcRecord rec = table.Postings(*found, &shift);
   if (before <= shift) return std::nullopt;
   const auto q = PostingBefore(rec, before - shift);
   if (!q) return std::nullopt;
@@ -154,14 +128,14 @@ std::optional<std::uint64_t> TraceIndex::NextPcInRange(Address lo, Address hi,
   for (std::uint64_t s = SegmentIndexOf(from); s < dir_.segment_count; ++s) {
     const SegmentRecord seg = segment(s);
     if (seg.end_event <= from) continue;
-    const PcTable table{bytes_.data() + seg.pcs_offset, seg.pc_count};
+    const PcTable table = Pcs(seg);
     std::optional<std::uint64_t> best;
-    for (std::uint64_t i = table.LowerBound(lo); i < table.count; ++i) {
-      const PcRecord rec = table.at(i);
-      if (rec.pc > hi) break;
+    table.ForEachFrom(lo, [&](const PcRecord& rec) {
+      if (rec.pc > hi) return false;
       auto q = PostingAtOrAfter(table, rec, from);
       if (q && (!best || *q < *best)) best = q;
-    }
+      return true;
+    });
     if (best) return best;
   }
   return std::nullopt;
@@ -204,11 +178,11 @@ std::uint64_t TraceIndex::CountPc(Address pc, std::uint64_t from, std::uint64_t 
     const SegmentRecord seg = segment(s);
     if (seg.first_event >= to) break;
     if (seg.end_event <= from) continue;
-    const PcTable table{bytes_.data() + seg.pcs_offset, seg.pc_count};
-    const std::uint64_t i = table.LowerBound(pc);
-    if (i == table.count || table.at(i).pc != pc) continue;
+    const PcTable table = Pcs(seg);
+    const auto found = table.Find(pc);
+    if (!found) continue;
     std::uint64_t shift;
-    const PcRecord rec = table.Postings(table.at(i), &shift);
+    const PcRecord rec = table.Postings(*found, &shift);
     auto rank = [&](std::uint64_t before) {
       return before <= shift ? 0 : PostingRank(rec, before - shift);
     };

@@ -66,29 +66,43 @@ std::pair<std::uint64_t, std::uint64_t> PcIndexBuilder::Flush(IndexSink& sink) {
             [](const auto& a, const auto& b) { return a.first < b.first; });
   for (std::uint64_t i = 0; i < order.size(); ++i) order[i].second->index = i;
   for (auto& [pc, p] : order) Resolve(*p);
-  std::vector<PcRecord> records;
-  records.reserve(order.size());
-  for (auto& [pc, p] : order) {
-    if (p->leader != p) {
-      records.push_back({pc, p->count, p->leader->index, kFollowerTag | p->shift});
+  // Each group's entries, then the group records (index_format.h).
+  std::vector<PcGroupRecord> groups;
+  groups.reserve((order.size() + kPcsPerGroup - 1) / kPcsPerGroup);
+  std::uint64_t prev_pc = 0;
+  for (std::uint64_t i = 0; i < order.size(); ++i) {
+    auto& [pc, p] = order[i];
+    if (i % kPcsPerGroup == 0) {
+      groups.push_back({pc, sink.size()});
+      prev_pc = pc;
+    }
+    std::uint8_t head[4 * 10];
+    std::uint8_t* out = head;
+    PutVarint(pc - prev_pc, out);
+    prev_pc = pc;
+    const bool follower = p->leader != p;
+    PutVarint(p->count << 1 | (follower ? 1 : 0), out);
+    if (follower) {
+      PutVarint(p->shift, out);
+      PutVarint(ZigZag(static_cast<std::int64_t>(i - p->shift - p->leader->index)), out);
+      sink.Write({head, static_cast<std::size_t>(out - head)});
       continue;
     }
-    PcRecord rec{pc, p->count, p->skips.front().first_event, sink.size()};
+    if (p->count <= kPostingsPerBlock) PutVarint(p->skips.front().first_event, out);
+    PutVarint(p->data.size(), out);
+    sink.Write({head, static_cast<std::size_t>(out - head)});
+    if (p->count > kPostingsPerBlock) sink.WriteRecords<SkipRecord>(p->skips);
     sink.Write(p->data.bytes());
-    sink.Pad8();
-    if (HasSkipTable(rec)) {
-      rec.skips_offset = sink.size();
-      sink.WriteRecords<SkipRecord>(p->skips);
-    }
-    records.push_back(rec);
   }
+  sink.Pad8();
   const std::uint64_t offset = sink.size();
-  sink.WriteRecords<PcRecord>(records);
+  sink.WriteRecords<PcGroupRecord>(groups);
+  const std::uint64_t count = order.size();
   pcs_.clear();
   cache_.fill({});
   previous_ = nullptr;
   memory_bytes_ = 0;
-  return {offset, records.size()};
+  return {offset, count};
 }
 
 }  // namespace backstep::core
