@@ -104,13 +104,13 @@ def entries(b, list_name, start, end, first_event, count, version, without_data=
 
 
 def pc_groups(b, pcs_offset, pc_count):
-    """Version 5: groups of 16 pc entries (index-format.md, "Pc index")."""
+    """Version 5: groups of 8 pc entries (index-format.md, "Pc index")."""
     data = b.data
-    groups = (pc_count + 15) // 16
+    groups = (pc_count + 7) // 8
     b.add("pc group records", 16 * groups, groups)
     for g in range(groups):
         _, pos = b.u64s(pcs_offset + 16 * g, 2)
-        for _ in range(min(16, pc_count - 16 * g)):
+        for _ in range(min(8, pc_count - 8 * g)):
             start = pos
             _, pos = varint(data, pos, len(data))
             head, pos = varint(data, pos, len(data))

@@ -153,7 +153,7 @@ struct SegmentRecord {  // everything about events [first_event, end_event)
 };
 // The pc table (version 5): the segment's pcs sorted, in groups of
 // kPcsPerGroup, each a PcGroupRecord then its entries (DecodePcEntry()).
-inline constexpr std::uint64_t kPcsPerGroup = 16;
+inline constexpr std::uint64_t kPcsPerGroup = 8;
 struct PcGroupRecord {
   std::uint64_t first_pc;
   std::uint64_t entries_offset;  // the group's entries, one after the other
