@@ -4,7 +4,7 @@
 Usage: bench/index_breakdown.py INDEX [TRACE]
 
 Reads the file as docs/formats/index-format.md describes it (versions 3
-and 4), independently of the C++ reader: header, directory tables, keyframe ref
+to 5), independently of the C++ reader: header, directory tables, keyframe ref
 arrays, register records, and per segment the pc index (records, skip
 records, postings) and the three access lists (page records, block
 records, entry bytes split into headers, inline data and references, page
@@ -103,21 +103,51 @@ def entries(b, list_name, start, end, first_event, count, version, without_data=
     return pos
 
 
+def pc_groups(b, pcs_offset, pc_count):
+    """Version 5: groups of 8 pc entries (index-format.md, "Pc index")."""
+    data = b.data
+    groups = (pc_count + 7) // 8
+    b.add("pc group records", 16 * groups, groups)
+    for g in range(groups):
+        _, pos = b.u64s(pcs_offset + 16 * g, 2)
+        for _ in range(min(8, pc_count - 8 * g)):
+            start = pos
+            _, pos = varint(data, pos, len(data))
+            head, pos = varint(data, pos, len(data))
+            count = head >> 1
+            if head & 1:
+                _, pos = varint(data, pos, len(data))
+                _, pos = varint(data, pos, len(data))
+                b.add("pc entries: followers", pos - start, 1)
+                continue
+            if count <= 128:
+                _, pos = varint(data, pos, len(data))
+            size, pos = varint(data, pos, len(data))
+            b.add("pc entries: leaders (without postings)", pos - start, 1)
+            table = (count + 127) // 128 if count > 128 else 0
+            b.add("pc skip records", 16 * table, table)
+            b.add("pc postings (varint deltas)", size, count - (count + 127) // 128)
+            pos += 16 * table + size
+
+
 def segment_lists(b, info, seg_offset):
     data = b.data
     first, end_event, pcs_offset, pc_count = b.u64s(seg_offset, 4)
     lists = b.u64s(seg_offset + 32, 6)
-    b.add("pc records", pc_count * 32, pc_count)
-    for i in range(pc_count):
-        pc, count, skips_offset, data_offset = b.u64s(pcs_offset + 32 * i, 4)
-        blocks = (count + 127) // 128
-        # Version 4: a pc with at most one block has no skip table.
-        table = blocks if info["version"] < 4 or count > 128 else 0
-        b.add("pc skip records", 16 * table, table)
-        pos, left = data_offset, count - blocks
-        for _ in range(left):
-            _, pos = varint(data, pos, len(data))
-        b.add("pc postings (varint deltas)", pos - data_offset, left)
+    if info["version"] >= 5:
+        pc_groups(b, pcs_offset, pc_count)
+    else:
+        b.add("pc records", pc_count * 32, pc_count)
+        for i in range(pc_count):
+            pc, count, skips_offset, data_offset = b.u64s(pcs_offset + 32 * i, 4)
+            blocks = (count + 127) // 128
+            # Version 4: a pc with at most one block has no skip table.
+            table = blocks if info["version"] < 4 or count > 128 else 0
+            b.add("pc skip records", 16 * table, table)
+            pos, left = data_offset, count - blocks
+            for _ in range(left):
+                _, pos = varint(data, pos, len(data))
+            b.add("pc postings (varint deltas)", pos - data_offset, left)
     for li, name in enumerate(("writes", "reads", "inferred")):
         pages_offset, page_count = lists[2 * li], lists[2 * li + 1]
         b.add(name + " page records", page_count * 32, page_count)

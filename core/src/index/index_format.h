@@ -18,7 +18,7 @@ namespace backstep::core {
 inline constexpr char kIndexMagic[8] = {'B', 'S', 'I', 'N', 'D', 'E', 'X', '\n'};
 inline constexpr char kFooterMagic[8] = {'B', 'S', 'I', 'D', 'X', 'E', 'N', 'D'};
 // Bump on any change of layout or meaning; a different version is rebuilt.
-inline constexpr std::uint32_t kIndexVersion = 4;
+inline constexpr std::uint32_t kIndexVersion = 5;
 
 inline constexpr std::uint64_t kPageBits = 12;
 inline constexpr std::uint64_t kPageSize = 1u << kPageBits;
@@ -147,10 +147,19 @@ struct ListRecord {
 struct SegmentRecord {  // everything about events [first_event, end_event)
   std::uint64_t first_event;
   std::uint64_t end_event;
-  std::uint64_t pcs_offset;  // pc_count x PcRecord, sorted by pc
+  std::uint64_t pcs_offset;  // ceil(pc_count / kPcsPerGroup) x PcGroupRecord
   std::uint64_t pc_count;
   ListRecord lists[kAccessListCount];
 };
+// The pc table (version 5): the segment's pcs sorted, in groups of
+// kPcsPerGroup, each a PcGroupRecord then its entries (DecodePcEntry()).
+inline constexpr std::uint64_t kPcsPerGroup = 8;
+struct PcGroupRecord {
+  std::uint64_t first_pc;
+  std::uint64_t entries_offset;  // the group's entries, one after the other
+};
+// A pc's record as DecodePcEntry() returns it (not stored as such since
+// version 5; offsets are file offsets).
 struct PcRecord {
   std::uint64_t pc;
   std::uint64_t count;
@@ -160,11 +169,37 @@ struct PcRecord {
   std::uint64_t skips_offset;
   std::uint64_t data_offset;  // varint deltas
 };
-inline bool HasSkipTable(const PcRecord& rec) { return rec.count > kPostingsPerBlock; }
+// A follower (version 5): a pc whose postings are those of another pc of the
+// segment (its leader) plus `shift` events, as the instructions of a basic
+// block after its first are. Its record keeps pc and count; skips_offset is
+// the leader's record index in the segment's table and data_offset
+// kFollowerTag | shift. The leader is never itself a follower.
+inline constexpr std::uint64_t kFollowerTag = std::uint64_t(1) << 63;
+inline bool IsFollower(const PcRecord& rec) { return (rec.data_offset & kFollowerTag) != 0; }
+inline std::uint64_t FollowerShift(const PcRecord& rec) { return rec.data_offset & ~kFollowerTag; }
+inline bool HasSkipTable(const PcRecord& rec) {
+  return !IsFollower(rec) && rec.count > kPostingsPerBlock;
+}
 struct SkipRecord {
   std::uint64_t first_event;  // first posting of the block
   std::uint64_t data_rel;     // deltas of the block's other postings, from data_offset
 };
+// A pc entry: varint(pc - the previous pc of the group; 0 for the first),
+// varint(count << 1 | follower), then
+//   a follower: varint(shift), varint(zigzag(entry index - shift - leader
+//     index)) (0 when the pcs between leader and follower are the basic
+//     block's, each a follower of the one before);
+//   else: count <= kPostingsPerBlock: varint(first posting);
+//     varint(size of the postings' deltas), the skip table
+//     (ceil(count / kPostingsPerBlock) x SkipRecord, unaligned) when count >
+//     kPostingsPerBlock, the deltas.
+// Decodes the entry at `in` (in [file, end)), number `index` of the
+// segment's table, into `out` with file offsets; `in` moves past it. Never
+// reads at or past `end`; false when the entry does not fit before `end`
+// (only in a damaged file).
+inline bool DecodePcEntry(const std::uint8_t* file, const std::uint8_t*& in,
+                          const std::uint8_t* end, std::uint64_t prev_pc, std::uint64_t index,
+                          PcRecord* out);
 struct PageRecord {
   std::uint64_t page;  // address >> kPageBits
   std::uint64_t blocks_offset;
@@ -194,7 +229,8 @@ inline constexpr std::uint64_t kSnapshotComplete = 1;
 inline constexpr std::uint64_t kSnapshotSize = kPageSize + kPageSize / 8;
 
 static_assert(sizeof(IndexDirectory) == 112 && sizeof(SegmentRecord) == 80 &&
-              sizeof(PcRecord) == 32 && sizeof(PageRecord) == 32 && sizeof(BlockRecord) == 32);
+              sizeof(PcRecord) == 32 && sizeof(PcGroupRecord) == 16 && sizeof(PageRecord) == 32 &&
+              sizeof(BlockRecord) == 32);
 
 // --- varints (LEB128) ---
 inline void PutVarint(std::uint64_t v, std::uint8_t*& out) {
@@ -243,6 +279,41 @@ inline std::uint64_t ZigZag(std::int64_t v) {
 }
 inline std::int64_t UnZigZag(std::uint64_t v) {
   return static_cast<std::int64_t>(v >> 1) ^ -static_cast<std::int64_t>(v & 1);
+}
+
+inline bool DecodePcEntry(const std::uint8_t* file, const std::uint8_t*& in,
+                          const std::uint8_t* end, std::uint64_t prev_pc, std::uint64_t index,
+                          PcRecord* out) {
+  out->pc = prev_pc + GetVarint(in, end);
+  const std::uint64_t head = GetVarint(in, end);
+  out->count = head >> 1;
+  if (head & 1) {
+    const std::uint64_t shift = GetVarint(in, end) & ~kFollowerTag;
+    out->skips_offset = index - shift - static_cast<std::uint64_t>(UnZigZag(GetVarint(in, end)));
+    out->data_offset = kFollowerTag | shift;
+    return true;
+  }
+  const bool skips = out->count > kPostingsPerBlock;
+  if (!skips) out->skips_offset = GetVarint(in, end);
+  const std::uint64_t size = GetVarint(in, end);
+  const std::uint64_t left = static_cast<std::uint64_t>(end - in);
+  if (skips && out->count / kPostingsPerBlock > left) {
+    in = end;
+    return false;
+  }
+  const std::uint64_t table =
+      skips ? (out->count + kPostingsPerBlock - 1) / kPostingsPerBlock * sizeof(SkipRecord) : 0;
+  if (table > left || size > left - table) {
+    in = end;
+    return false;
+  }
+  out->data_offset = static_cast<std::uint64_t>(in - file);
+  if (skips) {
+    out->skips_offset = out->data_offset;
+    out->data_offset += table;
+  }
+  in = file + out->data_offset + size;
+  return true;
 }
 
 // Where the data of an event-referenced piece is: write `write_index` of

@@ -1,34 +1,14 @@
 // Pc-index queries of TraceIndex: postings are read straight from the
-// mapping; a lookup is a binary search over the segment's sorted pcs, one
-// over the pc's skip table, and the decode of at most one block of
-// kPostingsPerBlock varints.
+// mapping; a lookup is a binary search over the segment's pc groups and the
+// decode of at most kPcsPerGroup entries (pc_table.h), one over the pc's skip table, and the decode
+// of at most one block of kPostingsPerBlock varints. A follower's queries are its leader's,
+// shifted.
 #include <algorithm>
 
+#include "index/pc_table.h"
 #include "index/trace_index.h"
 
 namespace backstep::core {
-namespace {
-
-struct PcTable {
-  const std::uint8_t* base;
-  std::uint64_t count;
-  PcRecord at(std::uint64_t i) const { return LoadRecord<PcRecord>(base + i * sizeof(PcRecord)); }
-  // First record with pc >= `pc`.
-  std::uint64_t LowerBound(Address pc) const {
-    std::uint64_t lo = 0, hi = count;
-    while (lo < hi) {
-      const std::uint64_t mid = lo + (hi - lo) / 2;
-      if (LoadRecord<std::uint64_t>(base + mid * sizeof(PcRecord)) < pc) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    return lo;
-  }
-};
-
-}  // namespace
 
 SkipRecord TraceIndex::SkipAt(const PcRecord& rec, std::uint64_t i) const {
   if (!HasSkipTable(rec)) return {rec.skips_offset, 0};
@@ -92,20 +72,38 @@ std::optional<std::uint64_t> TraceIndex::PostingBefore(const PcRecord& rec,
   return best;
 }
 
+std::optional<std::uint64_t> TraceIndex::PostingAtOrAfter(const PcTable& table, const PcRecord& rec,
+                                                          std::uint64_t from) const {
+  std::uint64_t shift;
+  const PcRecord postings = table.Postings(rec, &shift);
+  const auto q = PostingAtOrAfter(postings, from > shift ? from - shift : 0);
+  if (!q) return std::nullopt;
+  return *q + shift;
+}
+
+PcTable TraceIndex::Pcs(const SegmentRecord& seg) const {
+  return PcTable(bytes_.data(), bytes_.data() + bytes_.size() - kFooterSize, seg);
+}
+
 std::optional<std::uint64_t> TraceIndex::NextPcInSegment(const SegmentRecord& seg, Address pc,
                                                          std::uint64_t from) const {
-  const PcTable table{bytes_.data() + seg.pcs_offset, seg.pc_count};
-  const std::uint64_t i = table.LowerBound(pc);
-  if (i == table.count || table.at(i).pc != pc) return std::nullopt;
-  return PostingAtOrAfter(table.at(i), from);
+  const PcTable table = Pcs(seg);
+  const auto rec = table.Find(pc);
+  if (!rec) return std::nullopt;
+  return PostingAtOrAfter(table, *rec, from);
 }
 
 std::optional<std::uint64_t> TraceIndex::PrevPcInSegment(const SegmentRecord& seg, Address pc,
                                                          std::uint64_t before) const {
-  const PcTable table{bytes_.data() + seg.pcs_offset, seg.pc_count};
-  const std::uint64_t i = table.LowerBound(pc);
-  if (i == table.count || table.at(i).pc != pc) return std::nullopt;
-  return PostingBefore(table.at(i), before);
+  const PcTable table = Pcs(seg);
+  const auto found = table.Find(pc);
+  if (!found) return std::nullopt;
+  std::uint64_t shift;
+  const PcRecord rec = table.Postings(*found, &shift);
+  if (before <= shift) return std::nullopt;
+  const auto q = PostingBefore(rec, before - shift);
+  if (!q) return std::nullopt;
+  return *q + shift;
 }
 
 std::optional<std::uint64_t> TraceIndex::NextPc(Address pc, std::uint64_t from) const {
@@ -130,14 +128,14 @@ std::optional<std::uint64_t> TraceIndex::NextPcInRange(Address lo, Address hi,
   for (std::uint64_t s = SegmentIndexOf(from); s < dir_.segment_count; ++s) {
     const SegmentRecord seg = segment(s);
     if (seg.end_event <= from) continue;
-    const PcTable table{bytes_.data() + seg.pcs_offset, seg.pc_count};
+    const PcTable table = Pcs(seg);
     std::optional<std::uint64_t> best;
-    for (std::uint64_t i = table.LowerBound(lo); i < table.count; ++i) {
-      const PcRecord rec = table.at(i);
-      if (rec.pc > hi) break;
-      auto q = PostingAtOrAfter(rec, from);
+    table.ForEachFrom(lo, [&](const PcRecord& rec) {
+      if (rec.pc > hi) return false;
+      auto q = PostingAtOrAfter(table, rec, from);
       if (q && (!best || *q < *best)) best = q;
-    }
+      return true;
+    });
     if (best) return best;
   }
   return std::nullopt;
@@ -180,12 +178,16 @@ std::uint64_t TraceIndex::CountPc(Address pc, std::uint64_t from, std::uint64_t 
     const SegmentRecord seg = segment(s);
     if (seg.first_event >= to) break;
     if (seg.end_event <= from) continue;
-    const PcTable table{bytes_.data() + seg.pcs_offset, seg.pc_count};
-    const std::uint64_t i = table.LowerBound(pc);
-    if (i == table.count || table.at(i).pc != pc) continue;
-    const PcRecord rec = table.at(i);
-    const std::uint64_t below_to = seg.end_event <= to ? rec.count : PostingRank(rec, to);
-    const std::uint64_t below_from = seg.first_event >= from ? 0 : PostingRank(rec, from);
+    const PcTable table = Pcs(seg);
+    const auto found = table.Find(pc);
+    if (!found) continue;
+    std::uint64_t shift;
+    const PcRecord rec = table.Postings(*found, &shift);
+    auto rank = [&](std::uint64_t before) {
+      return before <= shift ? 0 : PostingRank(rec, before - shift);
+    };
+    const std::uint64_t below_to = seg.end_event <= to ? rec.count : rank(to);
+    const std::uint64_t below_from = seg.first_event >= from ? 0 : rank(from);
     total += below_to - below_from;
   }
   return total;

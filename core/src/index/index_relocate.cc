@@ -30,14 +30,16 @@ class Relocator {
                               " bytes)");
   }
 
+  // Entries hold no file offsets (index_format.h): only the group records'
+  // entries_offset moves.
   Status Pcs(std::uint64_t offset, std::uint64_t count) {
-    if (!Inside(offset, count, sizeof(PcRecord))) return Bad("pc records", offset);
-    for (std::uint64_t i = 0; i < count; ++i) {
-      const std::uint64_t at = offset + i * sizeof(PcRecord);
-      PcRecord r = Load<PcRecord>(at);
-      if (HasSkipTable(r)) r.skips_offset = Moved(r.skips_offset);  // else an event
-      r.data_offset = Moved(r.data_offset);
-      Store(at, r);
+    const std::uint64_t groups = count / kPcsPerGroup + (count % kPcsPerGroup != 0);
+    if (!Inside(offset, groups, sizeof(PcGroupRecord))) return Bad("pc groups", offset);
+    for (std::uint64_t i = 0; i < groups; ++i) {
+      const std::uint64_t at = offset + i * sizeof(PcGroupRecord);
+      PcGroupRecord g = Load<PcGroupRecord>(at);
+      g.entries_offset = Moved(g.entries_offset);
+      Store(at, g);
     }
     return Status::Ok();
   }

@@ -40,18 +40,38 @@ Status TraceIndex::CheckThreadsAndRuns() const {
   return Status();
 }
 
-Status TraceIndex::CheckSegmentData(std::uint64_t s) const {
+// Decodes every entry once: sorted pcs, entries inside the file, skip
+// tables and postings inside it, followers naming a leader of the same count.
+Status TraceIndex::CheckPcTable(std::uint64_t s) const {
   const SegmentRecord seg = segment(s);
   auto corrupt = [s](const std::string& what) {
     return Status::Corruption("index: segment " + std::to_string(s) + ": " + what);
   };
+  const std::uint8_t* end = bytes_.data() + bytes_.size() - kFooterSize;
+  std::vector<PcRecord> followers;
+  std::vector<std::pair<std::uint64_t, bool>> counts;  // (count, follower) per entry
+  counts.reserve(seg.pc_count);
+  PcRecord rec{};
+  const std::uint8_t* in = nullptr;
   for (std::uint64_t i = 0; i < seg.pc_count; ++i) {
-    const auto rec = Rec<PcRecord>(bytes_.data() + seg.pcs_offset, i);
-    const std::uint64_t blocks = rec.count / kPostingsPerBlock + 1;
-    if (rec.count == 0 ||
-        (HasSkipTable(rec) && !InFile(rec.skips_offset, blocks, sizeof(SkipRecord))) ||
-        !InFile(rec.data_offset, 0, 0)) {
-      return corrupt("bad pc record " + std::to_string(i));
+    const std::uint64_t previous = rec.pc;
+    if (i % kPcsPerGroup == 0) {
+      const auto group = Rec<PcGroupRecord>(bytes_.data() + seg.pcs_offset, i / kPcsPerGroup);
+      if (!InFile(group.entries_offset, 1, 1) || (i > 0 && group.first_pc <= previous)) {
+        return corrupt("bad pc group " + std::to_string(i / kPcsPerGroup));
+      }
+      in = bytes_.data() + group.entries_offset;
+      rec.pc = group.first_pc;
+    }
+    const std::uint64_t group_pc = rec.pc;
+    if (!DecodePcEntry(bytes_.data(), in, end, rec.pc, i, &rec) || rec.count == 0 ||
+        (i % kPcsPerGroup == 0 ? rec.pc != group_pc : rec.pc <= previous)) {
+      return corrupt("bad pc entry " + std::to_string(i));
+    }
+    counts.emplace_back(rec.count, IsFollower(rec));
+    if (IsFollower(rec)) {
+      followers.push_back(rec);
+      continue;
     }
     for (std::uint64_t b = 0; b * kPostingsPerBlock < rec.count; ++b) {
       const SkipRecord skip = SkipAt(rec, b);
@@ -60,6 +80,23 @@ Status TraceIndex::CheckSegmentData(std::uint64_t s) const {
       }
     }
   }
+  // Queries read the leader's postings once, with no further lookup.
+  for (const PcRecord& f : followers) {
+    const std::uint64_t shift = FollowerShift(f);
+    if (f.skips_offset >= seg.pc_count || shift == 0 || shift >= dir_.event_count ||
+        counts[f.skips_offset] != std::pair(f.count, false)) {
+      return corrupt("bad follower pc " + HexU64(f.pc));
+    }
+  }
+  return Status();
+}
+
+Status TraceIndex::CheckSegmentData(std::uint64_t s) const {
+  const SegmentRecord seg = segment(s);
+  auto corrupt = [s](const std::string& what) {
+    return Status::Corruption("index: segment " + std::to_string(s) + ": " + what);
+  };
+  BACKSTEP_RETURN_IF_ERROR(CheckPcTable(s));
   for (int list = 0; list < kAccessListCount; ++list) {
     const ListRecord l = seg.lists[list];
     for (std::uint64_t i = 0; i < l.page_count; ++i) {

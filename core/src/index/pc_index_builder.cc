@@ -14,6 +14,15 @@ void PcIndexBuilder::Add(std::uint64_t pc, std::uint64_t event) {
     slot = {pc, &it->second};
   }
   Postings& p = *slot.postings;
+  Postings* before = previous_ && previous_event_ + 1 == event ? previous_ : nullptr;
+  if (before == &p) before = nullptr;  // a pc repeated in place leads itself
+  if (p.count == 0) {
+    p.follows = before;
+  } else if (p.follows != before) {
+    p.follows = nullptr;
+  }
+  previous_ = &p;
+  previous_event_ = event;
   if (p.count % kPostingsPerBlock == 0) {
     p.skips.push_back({event, p.data.size()});
     memory_bytes_ += sizeof(SkipRecord);
@@ -28,31 +37,72 @@ void PcIndexBuilder::Add(std::uint64_t pc, std::uint64_t event) {
   ++p.count;
 }
 
-std::pair<std::uint64_t, std::uint64_t> PcIndexBuilder::Flush(IndexSink& sink) {
-  std::vector<std::uint64_t> order;
-  order.reserve(pcs_.size());
-  for (const auto& [pc, postings] : pcs_) order.push_back(pc);
-  std::sort(order.begin(), order.end());
-  std::vector<PcRecord> records;
-  records.reserve(order.size());
-  for (std::uint64_t pc : order) {
-    Postings& p = pcs_.at(pc);
-    PcRecord rec{pc, p.count, p.skips.front().first_event, sink.size()};
-    sink.Write(p.data.bytes());
-    sink.Pad8();
-    if (HasSkipTable(rec)) {
-      rec.skips_offset = sink.size();
-      sink.WriteRecords<SkipRecord>(p.skips);
-    }
-    records.push_back(rec);
-    p = Postings();
+// p follows q with equal counts: every posting e of p has q at e - 1, and
+// as many postings, so q's postings are exactly p's minus one. No cycle is
+// possible (the earliest posting of a cycle would need an earlier one).
+void PcIndexBuilder::Resolve(Postings& p) {
+  if (p.leader) return;
+  std::vector<Postings*> chain;
+  Postings* q = &p;
+  while (!q->leader && q->follows && q->follows->count == q->count) {
+    chain.push_back(q);
+    q = q->follows;
   }
+  if (!q->leader) {
+    q->leader = q;
+    q->shift = 0;
+  }
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    (*it)->leader = (*it)->follows->leader;
+    (*it)->shift = (*it)->follows->shift + 1;
+  }
+}
+
+std::pair<std::uint64_t, std::uint64_t> PcIndexBuilder::Flush(IndexSink& sink) {
+  std::vector<std::pair<std::uint64_t, Postings*>> order;
+  order.reserve(pcs_.size());
+  for (auto& [pc, postings] : pcs_) order.emplace_back(pc, &postings);
+  std::sort(order.begin(), order.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (std::uint64_t i = 0; i < order.size(); ++i) order[i].second->index = i;
+  for (auto& [pc, p] : order) Resolve(*p);
+  // Each group's entries, then the group records (index_format.h).
+  std::vector<PcGroupRecord> groups;
+  groups.reserve((order.size() + kPcsPerGroup - 1) / kPcsPerGroup);
+  std::uint64_t prev_pc = 0;
+  for (std::uint64_t i = 0; i < order.size(); ++i) {
+    auto& [pc, p] = order[i];
+    if (i % kPcsPerGroup == 0) {
+      groups.push_back({pc, sink.size()});
+      prev_pc = pc;
+    }
+    std::uint8_t head[4 * 10];
+    std::uint8_t* out = head;
+    PutVarint(pc - prev_pc, out);
+    prev_pc = pc;
+    const bool follower = p->leader != p;
+    PutVarint(p->count << 1 | (follower ? 1 : 0), out);
+    if (follower) {
+      PutVarint(p->shift, out);
+      PutVarint(ZigZag(static_cast<std::int64_t>(i - p->shift - p->leader->index)), out);
+      sink.Write({head, static_cast<std::size_t>(out - head)});
+      continue;
+    }
+    if (p->count <= kPostingsPerBlock) PutVarint(p->skips.front().first_event, out);
+    PutVarint(p->data.size(), out);
+    sink.Write({head, static_cast<std::size_t>(out - head)});
+    if (p->count > kPostingsPerBlock) sink.WriteRecords<SkipRecord>(p->skips);
+    sink.Write(p->data.bytes());
+  }
+  sink.Pad8();
   const std::uint64_t offset = sink.size();
-  sink.WriteRecords<PcRecord>(records);
+  sink.WriteRecords<PcGroupRecord>(groups);
+  const std::uint64_t count = order.size();
   pcs_.clear();
   cache_.fill({});
+  previous_ = nullptr;
   memory_bytes_ = 0;
-  return {offset, records.size()};
+  return {offset, count};
 }
 
 }  // namespace backstep::core

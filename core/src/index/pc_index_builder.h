@@ -2,8 +2,11 @@
 //
 // For each executed pc, its events in increasing order: blocks of
 // kPostingsPerBlock postings, each block's first event in a SkipRecord and
-// the others as varint deltas. A loop body costs about one byte per executed
-// instruction plus 16 bytes per 128 executions of a pc.
+// the others as varint deltas. A pc always executed right after the same
+// other pc, as often as it (an instruction of a basic block after the first),
+// is a follower: its record names that leader and the distance, and it has no
+// postings of its own. So a loop body costs about one byte per executed basic
+// block plus 16 bytes per 128 executions of the block.
 //
 // Memory: about 80 bytes per distinct pc plus the encoded postings, until
 // Flush(). Thread-safety: one thread at a time.
@@ -36,7 +39,18 @@ class PcIndexBuilder {
     std::vector<SkipRecord> skips;  // data_rel relative to `data`
     std::uint64_t last = 0;
     std::uint64_t count = 0;
+    // The pc of the event before every posting so far (null when some
+    // posting had none, or a different one).
+    Postings* follows = nullptr;
+    // Set by Flush(): the record's index, and the leader this pc's postings
+    // are a shift of (itself, shift 0, when it is no follower).
+    std::uint64_t index = 0;
+    Postings* leader = nullptr;
+    std::uint64_t shift = 0;
   };
+  // Resolves p.leader and p.shift (followers of followers lead to the first
+  // pc of the chain).
+  static void Resolve(Postings& p);
   struct Slot {
     std::uint64_t pc = 0;
     Postings* postings = nullptr;  // into pcs_ (nodes are stable)
@@ -45,6 +59,8 @@ class PcIndexBuilder {
 
   std::unordered_map<std::uint64_t, Postings> pcs_;
   std::array<Slot, 1 << kCacheBits> cache_{};
+  Postings* previous_ = nullptr;  // the pc of event previous_event_
+  std::uint64_t previous_event_ = 0;
   std::uint64_t memory_bytes_ = 0;
 };
 

@@ -140,8 +140,10 @@ Status TraceIndex::Parse() {
   }
   for (std::uint64_t s = 0; s < dir_.segment_count; ++s) {
     const SegmentRecord seg = segment(s);
-    bool ok = seg.first_event < seg.end_event && seg.end_event <= dir_.event_count &&
-              InFile(seg.pcs_offset, seg.pc_count, sizeof(PcRecord));
+    bool ok =
+        seg.first_event < seg.end_event && seg.end_event <= dir_.event_count &&
+        InFile(seg.pcs_offset, seg.pc_count / kPcsPerGroup + (seg.pc_count % kPcsPerGroup != 0),
+               sizeof(PcGroupRecord));
     for (const ListRecord& l : seg.lists) {
       ok = ok && InFile(l.pages_offset, l.page_count, sizeof(PageRecord));
     }

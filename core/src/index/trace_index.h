@@ -51,6 +51,8 @@ std::string ValidateIndex(
     const std::function<void(std::span<const std::uint8_t>)>& after_chunk = nullptr);
 
 // One decoded access-list entry and its page.
+class PcTable;
+
 struct AccessHit {
   AccessEntry entry;
   std::uint64_t page = 0;
@@ -186,6 +188,7 @@ class TraceIndex {
   // snapshots (index_validate.cc).
   Status CheckThreadsAndRuns() const;
   Status CheckSegmentData(std::uint64_t s) const;
+  Status CheckPcTable(std::uint64_t s) const;
   template <class T>
   T Rec(const std::uint8_t* base, std::uint64_t i) const {
     return LoadRecord<T>(base + i * sizeof(T));
@@ -209,9 +212,14 @@ class TraceIndex {
                                                std::uint64_t from) const;
   std::optional<std::uint64_t> PrevPcInSegment(const SegmentRecord& seg, Address pc,
                                                std::uint64_t before) const;
+  // The segment's pc table (pc_table.h).
+  PcTable Pcs(const SegmentRecord& seg) const;
   // Skip record i of `rec` (the first posting alone when it has no table).
   SkipRecord SkipAt(const PcRecord& rec, std::uint64_t i) const;
   std::optional<std::uint64_t> PostingAtOrAfter(const PcRecord& rec, std::uint64_t from) const;
+  // The same for a record of `table` that may be a follower (index_pc.cc).
+  std::optional<std::uint64_t> PostingAtOrAfter(const PcTable& table, const PcRecord& rec,
+                                                std::uint64_t from) const;
   std::optional<std::uint64_t> PostingBefore(const PcRecord& rec, std::uint64_t before) const;
   // Number of postings of `rec` below `before`.
   std::uint64_t PostingRank(const PcRecord& rec, std::uint64_t before) const;
