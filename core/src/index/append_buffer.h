@@ -55,7 +55,10 @@ class AppendBuffer {
   template <std::size_t kMax>
   void AppendShort(const std::uint8_t (&bytes)[kMax], std::size_t n) {
     constexpr std::size_t kChunk = kMax < 16 ? kMax : 16;
-    if (n > kChunk) return Append(bytes, n);
+    // Up to 16 bytes, n <= kMax == kChunk: no longer copy to consider.
+    if constexpr (kMax > 16) {
+      if (n > kChunk) return Append(bytes, n);
+    }
     std::memcpy(Room(kChunk), bytes, kChunk);
     size_ += n;
   }
