@@ -32,12 +32,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backstep/core/byte_source.h"
 #include "backstep/core/format_registry.h"
+#include "backstep/core/number.h"
 #include "recorder/emu/emu_recorder.h"
 #include "recorder/recorder.h"
 #include "recorder/replayed_state_test_util.h"
@@ -114,6 +117,71 @@ std::vector<EmuOptions::KernelAnswer> KernelAnswers(const std::string& trace) {
     }
   });
   return out;
+}
+
+// A system call event's number, arguments and result (its description,
+// core::SyscallNote: "syscall N(0x.., ..) = 0x.."); false for other events.
+bool ParseSyscall(std::string_view text, std::uint64_t* nr, std::vector<std::uint64_t>* args,
+                  std::uint64_t* result) {
+  constexpr std::string_view kPrefix = "syscall ";
+  const std::size_t open = text.find('('), close = text.find(") = ");
+  if (text.rfind(kPrefix, 0) != 0 || open == std::string_view::npos ||
+      close == std::string_view::npos)
+    return false;
+  const auto number = core::ParseNumber(text.substr(kPrefix.size(), open - kPrefix.size()));
+  const auto value = core::ParseNumber(text.substr(close + 4));
+  if (!number || !value) return false;
+  *nr = *number;
+  *result = *value;
+  args->clear();
+  for (std::string_view rest = text.substr(open + 1, close - open - 1); !rest.empty();) {
+    const std::size_t comma = rest.find(", ");
+    const auto arg = core::ParseNumber(rest.substr(0, comma));
+    if (!arg) return false;
+    args->push_back(*arg);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 2);
+  }
+  return true;
+}
+
+// What a trace's reads from /dev/random or /dev/urandom returned (the
+// descriptors its openat calls opened on those paths), and what its
+// successful stat-family calls wrote (the struct stat): EmuOptions's
+// random_reads and file_stats.
+void FileAnswers(const std::string& trace, EmuOptions* out) {
+  auto source = core::MapFile(trace);
+  if (!source.ok()) return;
+  auto reader = core::OpenTraceSource(*source);
+  if (!reader.ok()) return;
+  Replay r(**reader);
+  auto bytes_at = [&](core::Address a, std::uint64_t n) {
+    std::vector<std::uint8_t> bytes(n);
+    for (std::uint64_t i = 0; i < n; ++i) bytes[i] = r.ByteOrZero(a + i);
+    return bytes;
+  };
+  std::set<std::uint64_t> random_fds;
+  std::uint64_t nr = 0, result = 0;
+  std::vector<std::uint64_t> args;
+  core::Event e;
+  while (true) {
+    core::Expected<bool> more = (*reader)->Next(&e);
+    if (!more.ok() || !*more) break;
+    const bool syscall = ParseSyscall(e.description, &nr, &args, &result) && args.size() == 6;
+    std::string path;
+    if (syscall && nr == 257) {  // openat: the path is in memory before the call
+      for (core::Address a = args[1]; r.ByteOrZero(a) != 0 && path.size() < 4096; ++a)
+        path.push_back(static_cast<char>(r.ByteOrZero(a)));
+    }
+    r.Apply(e);
+    if (!syscall || result > ~std::uint64_t{4095}) continue;
+    if (nr == 257 && (path == "/dev/urandom" || path == "/dev/random")) random_fds.insert(result);
+    if (nr == 3) random_fds.erase(args[0]);  // close
+    if (nr == 0 && random_fds.count(args[0]))
+      out->random_reads.push_back(bytes_at(args[1], result));
+    if (nr == 4 || nr == 5 || nr == 6 || nr == 262) {  // stat, fstat, lstat, newfstatat
+      out->file_stats.push_back({nr, result, bytes_at(nr == 262 ? args[2] : args[1], 144)});
+    }
+  }
 }
 
 // What each rdtsc of a trace returned (edx:eax after it).
@@ -237,6 +305,7 @@ TEST_P(EngineCrossCheck, EmuTraceEqualsPtraceTrace) {
   inputs.getrandom = GetrandomResults(ptrace_rec.path);
   inputs.rdtsc = RdtscResults(ptrace_rec.path);
   inputs.kernel_answers = KernelAnswers(ptrace_rec.path);
+  FileAnswers(ptrace_rec.path, &inputs);
   RecordWith(true, GetParam(), &emu_rec, inputs);
   if (HasFatalFailure()) return;
   // The programs ran to their end (127: ld.so refused the CPU the table describes).
@@ -260,6 +329,8 @@ std::vector<CrossCheckCase> Programs() {
       out.push_back({std::string(p) + "_" + build, {}});
     }
   }
+  // Random bytes read from /dev/urandom, a new file's inode and times.
+  out.push_back({"varying_O2_static", {}});
   return out;
 }
 

@@ -80,7 +80,8 @@ class EmuSession {
                                kGsBaseSlot = CpuLayout::kGsBaseSlot;
   static constexpr std::uint64_t kSysGetrandom = 318, kSysRtSigreturn = 15;
   static constexpr std::uint64_t kSysClockGettime = 228, kSysGettimeofday = 96, kSysTime = 201,
-                                 kSysSysinfo = 99;
+                                 kSysSysinfo = 99, kSysRead = 0, kSysStat = 4, kSysFstat = 5,
+                                 kSysLstat = 6, kSysNewfstatat = 262;
   static constexpr std::uint64_t kMaxStackGrowth = 8u << 20;  // the default RLIMIT_STACK
 
   static std::uint32_t UcProt(const Mapping& m) {
@@ -113,6 +114,11 @@ class EmuSession {
                             SyscallRecord* sys);
   core::Status RecordSyscall(core::Address pc, std::uint8_t size, const user_regs_struct& before,
                              user_regs_struct after, SyscallRecord* sys);
+  // The answers another recording got (EmuOptions: getrandom, the clock and
+  // sysinfo, reads of the random devices, files' inode numbers and times)
+  // into the tracee's memory and *after, for the system call just run
+  // (emu_given.cc).
+  core::Status GiveAnswers(std::uint64_t nr, const std::uint64_t* args, user_regs_struct* after);
   // The kernel's registers after a system call into Unicorn, changes_ and slots_.
   void SyscallRegisters(const user_regs_struct& after, bool sigreturn);
   // Emits the pending instruction (registers read after it).
@@ -170,10 +176,12 @@ class EmuSession {
   core::Address pending_pc_ = 0;
   std::uint8_t pending_size_ = 0;
   bool pending_fp_ = false;
-  bool pending_rep_ = false;     // a rep string instruction (QEMU: a hook per iteration)
-  std::size_t next_random_ = 0;  // into emu_.getrandom
-  std::size_t next_answer_ = 0;  // into emu_.kernel_answers
-  std::size_t next_tsc_ = 0;     // into emu_.rdtsc
+  bool pending_rep_ = false;          // a rep string instruction (QEMU: a hook per iteration)
+  std::size_t next_random_ = 0;       // into emu_.getrandom
+  std::size_t next_answer_ = 0;       // into emu_.kernel_answers
+  std::size_t next_random_read_ = 0;  // into emu_.random_reads
+  std::size_t next_file_stat_ = 0;    // into emu_.file_stats
+  std::size_t next_tsc_ = 0;          // into emu_.rdtsc
   std::uint64_t native_steps_ = 0, in_process_steps_ = 0;
   core::Address fault_address_ = 0;
   Traps traps_;  // what the tracee has set up (undone in forked children)

@@ -270,21 +270,8 @@ core::Status EmuSession::RecordSyscall(core::Address pc, std::uint8_t size,
     // New mappings' contents for the trace: the non-zero runs, as the ptrace engine.
     AddNewMappingContents(tracee_, maps, &writes_);
   }
-  if (nr == kSysGetrandom && !failed && next_random_ < emu_.getrandom.size()) {
-    const std::vector<std::uint8_t>& given = emu_.getrandom[next_random_++];
-    const std::size_t n = std::min<std::size_t>(given.size(), after.rax);
-    if (core::Status s = tracee_.WriteMemory(args[0], std::span(given).first(n)); !s.ok()) return s;
-  }
-  const bool varies =
-      nr == kSysClockGettime || nr == kSysGettimeofday || nr == kSysTime || nr == kSysSysinfo;
-  if (varies && !failed && next_answer_ < emu_.kernel_answers.size() &&
-      emu_.kernel_answers[next_answer_].nr == nr) {
-    const EmuOptions::KernelAnswer& given = emu_.kernel_answers[next_answer_++];
-    const std::uint64_t out = nr == kSysClockGettime ? args[1] : args[0];
-    if (out != 0 && !given.bytes.empty()) {
-      if (core::Status s = tracee_.WriteMemory(out, given.bytes); !s.ok()) return s;
-    }
-    after.rax = given.result;
+  if (!failed) {
+    if (core::Status s = GiveAnswers(nr, args, &after); !s.ok()) return s;
   }
   ranges_.clear();
   if (SyscallWrites(tracee_, nr, args, after.rax, &space_, &ranges_)) ++result_.full_diffs;
