@@ -11,7 +11,9 @@
 // Nondeterministic inputs: AT_RANDOM's bytes (stack canary, pointer guard)
 // getrandom's (malloc's tcache key), rdtsc's (ld.so's start time) and those
 // of the system calls whose answer varies (the clock reads, since the vDSO
-// is hidden, and sysinfo: real programs call them): the
+// is hidden, and sysinfo: real programs call them), the bytes read from
+// /dev/urandom or /dev/random (perl's hash seed), the inode numbers and
+// times stat-family calls return (files a run creates or writes): the
 // emulated run gets the ptrace run's (EmuOptions); process
 // and thread ids: both programs run as pid 1 of a new PID namespace. The ptrace engine's rdtsc is
 // the host's, the emulator's a counter: the programs do not execute it.
@@ -24,11 +26,13 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -39,6 +43,7 @@
 #include <vector>
 
 #include "backstep/core/byte_source.h"
+#include "backstep/core/event_notes.h"
 #include "backstep/core/format_registry.h"
 #include "backstep/core/number.h"
 #include "recorder/emu/emu_recorder.h"
@@ -184,6 +189,25 @@ void FileAnswers(const std::string& trace, EmuOptions* out) {
   }
 }
 
+// The signals a trace records without effect (ignored: SIGCHLD when an
+// untraced child exits), each after how many instructions: where they
+// arrive depends on when the child ended (EmuOptions::quiet_signals).
+std::vector<EmuOptions::QuietSignal> QuietSignals(const std::string& trace) {
+  std::vector<EmuOptions::QuietSignal> out;
+  std::uint64_t instructions = 0;
+  ForEachEvent(trace, [&](const core::Event& e) {
+    if (e.kind != core::EventKind::kInterrupt) {
+      if (e.kind == core::EventKind::kInstruction || e.kind == core::EventKind::kSyscall)
+        ++instructions;
+      return;
+    }
+    if (!e.writes.empty()) return;  // a handled one: its frame (the reader lists rip for both)
+    const core::EventNotes notes = core::ReadEventNotes(e);
+    out.push_back({instructions, notes.signal, notes.siginfo});
+  });
+  return out;
+}
+
 // What each rdtsc of a trace returned (edx:eax after it).
 std::vector<std::uint64_t> RdtscResults(const std::string& trace) {
   std::vector<std::uint64_t> out;
@@ -282,12 +306,19 @@ void RecordWith(bool emu, const CrossCheckCase& program, Recording* out,
   }
   close(fds[0]);
   int status = 0;
-  waitpid(worker, &status, 0);
+  struct rusage usage {};
+  wait4(worker, &status, 0, &usage);
   ASSERT_TRUE(got) << "the recording process died (status " << status << ")";
   ASSERT_TRUE(error.empty()) << error;
   EXPECT_EQ(result.end, RecordResult::End::kExited);
   EXPECT_EQ(result.missed_bytes, 0u);
   out->result = result;
+  // The figures of docs/usage-record.md (the recorder and the program: the
+  // worker waited for the program).
+  const double cpu = usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+                     (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+  std::printf("%s: %llu instructions, %.1f s CPU\n", emu ? "emu" : "ptrace",
+              static_cast<unsigned long long>(result.instructions), cpu);
 }
 
 class EngineCrossCheck : public ::testing::TestWithParam<CrossCheckCase> {};
@@ -306,6 +337,7 @@ TEST_P(EngineCrossCheck, EmuTraceEqualsPtraceTrace) {
   inputs.rdtsc = RdtscResults(ptrace_rec.path);
   inputs.kernel_answers = KernelAnswers(ptrace_rec.path);
   FileAnswers(ptrace_rec.path, &inputs);
+  inputs.quiet_signals = QuietSignals(ptrace_rec.path);
   RecordWith(true, GetParam(), &emu_rec, inputs);
   if (HasFatalFailure()) return;
   // The programs ran to their end (127: ld.so refused the CPU the table describes).
@@ -331,6 +363,8 @@ std::vector<CrossCheckCase> Programs() {
   }
   // Random bytes read from /dev/urandom, a new file's inode and times.
   out.push_back({"varying_O2_static", {}});
+  // An untraced child's exit: SIGCHLD, ignored, wherever the parent is.
+  out.push_back({"forks_O2_static", {}});
   return out;
 }
 

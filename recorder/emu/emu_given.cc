@@ -73,4 +73,15 @@ core::Status EmuSession::GiveAnswers(std::uint64_t nr, const std::uint64_t* args
   return core::Status::Ok();
 }
 
+void EmuSession::GiveQuietSignals(core::Address pc) {
+  while (next_quiet_signal_ < emu_.quiet_signals.size() &&
+         emu_.quiet_signals[next_quiet_signal_].after == result_.instructions) {
+    // As the ptrace engine records a signal without effect: no registers,
+    // no writes, the program goes on at `pc`.
+    const EmuOptions::QuietSignal& given = emu_.quiet_signals[next_quiet_signal_++];
+    ++result_.signals;
+    sink_.OnSignal({given.signal, pc, given.siginfo, {}, {}});
+  }
+}
+
 }  // namespace backstep::record

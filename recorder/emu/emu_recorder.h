@@ -97,6 +97,18 @@ struct EmuOptions {
   // another number than the next one listed, or beyond the list, keeps the
   // kernel's.
   std::vector<KernelAnswer> file_stats;
+  // Signals the other recording got without effect (ignored: a SIGCHLD
+  // without a handler when an untraced child exits, at whatever instruction
+  // the parent was then), each recorded here as the same delivery without
+  // effect before the instruction that follows the first `after`
+  // instructions. Such signals arriving while this run's program is in a
+  // system call are dropped as always (not recorded).
+  struct QuietSignal {
+    std::uint64_t after = 0;
+    int signal = 0;
+    std::vector<std::uint8_t> siginfo;
+  };
+  std::vector<QuietSignal> quiet_signals;
   // Hooks for materializing native recordings (recorder/native/): who
   // answers system calls (null: the tracee runs them) and cpuid (empty:
   // PortableCpuid()).

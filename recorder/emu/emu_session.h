@@ -119,6 +119,9 @@ class EmuSession {
   // into the tracee's memory and *after, for the system call just run
   // (emu_given.cc).
   core::Status GiveAnswers(std::uint64_t nr, const std::uint64_t* args, user_regs_struct* after);
+  // The other recording's signals without effect due before the instruction
+  // at `pc` (EmuOptions::quiet_signals), recorded (emu_given.cc).
+  void GiveQuietSignals(core::Address pc);
   // The kernel's registers after a system call into Unicorn, changes_ and slots_.
   void SyscallRegisters(const user_regs_struct& after, bool sigreturn);
   // Emits the pending instruction (registers read after it).
@@ -176,12 +179,13 @@ class EmuSession {
   core::Address pending_pc_ = 0;
   std::uint8_t pending_size_ = 0;
   bool pending_fp_ = false;
-  bool pending_rep_ = false;          // a rep string instruction (QEMU: a hook per iteration)
-  std::size_t next_random_ = 0;       // into emu_.getrandom
-  std::size_t next_answer_ = 0;       // into emu_.kernel_answers
-  std::size_t next_random_read_ = 0;  // into emu_.random_reads
-  std::size_t next_file_stat_ = 0;    // into emu_.file_stats
-  std::size_t next_tsc_ = 0;          // into emu_.rdtsc
+  bool pending_rep_ = false;           // a rep string instruction (QEMU: a hook per iteration)
+  std::size_t next_random_ = 0;        // into emu_.getrandom
+  std::size_t next_answer_ = 0;        // into emu_.kernel_answers
+  std::size_t next_random_read_ = 0;   // into emu_.random_reads
+  std::size_t next_file_stat_ = 0;     // into emu_.file_stats
+  std::size_t next_quiet_signal_ = 0;  // into emu_.quiet_signals
+  std::size_t next_tsc_ = 0;           // into emu_.rdtsc
   std::uint64_t native_steps_ = 0, in_process_steps_ = 0;
   core::Address fault_address_ = 0;
   Traps traps_;  // what the tracee has set up (undone in forked children)
