@@ -13,7 +13,8 @@
 // of the system calls whose answer varies (the clock reads, since the vDSO
 // is hidden, and sysinfo: real programs call them), the bytes read from
 // /dev/urandom or /dev/random (perl's hash seed), the inode numbers and
-// times stat-family calls return (files a run creates or writes): the
+// times stat-family calls return (files a run creates or writes), where an
+// ignored signal arrived (SIGCHLD when an untraced child exits): the
 // emulated run gets the ptrace run's (EmuOptions); process
 // and thread ids: both programs run as pid 1 of a new PID namespace. The ptrace engine's rdtsc is
 // the host's, the emulator's a counter: the programs do not execute it.
