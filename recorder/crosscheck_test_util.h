@@ -4,26 +4,35 @@
 // BACKSTEP_CROSSCHECK_COMMANDS), a recording made in a new PID namespace
 // (the program is pid 1 in every run), and the nondeterministic inputs read
 // back from a ptrace trace so that the other engine's run is given them:
-// AT_RANDOM's bytes, getrandom's, rdtsc's, and the answers of the system
-// calls that vary from run to run (the clock reads, sysinfo).
+// AT_RANDOM's bytes, getrandom's, rdtsc's, the answers of the system calls
+// that vary from run to run (the clock reads, sysinfo), the bytes read from
+// /dev/urandom or /dev/random (perl's hash seed), the inode numbers and
+// times stat-family calls return (files a run creates or writes), and where
+// an ignored signal arrived (SIGCHLD when an untraced child exits).
 #pragma once
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backstep/core/byte_source.h"
+#include "backstep/core/event_notes.h"
 #include "backstep/core/format_registry.h"
+#include "backstep/core/number.h"
 #include "recorder/emu/emu_recorder.h"
 #include "recorder/recorder.h"
 #include "recorder/replayed_state_test_util.h"
@@ -149,6 +158,95 @@ inline std::vector<std::uint8_t> AtRandom(const std::string& trace) {
   return {};
 }
 
+// A system call event's number, arguments and result (its description,
+// core::SyscallNote: "syscall N(0x.., ..) = 0x.."); false for other events.
+inline bool ParseSyscall(std::string_view text, std::uint64_t* nr, std::vector<std::uint64_t>* args,
+                         std::uint64_t* result) {
+  constexpr std::string_view kPrefix = "syscall ";
+  const std::size_t open = text.find('('), close = text.find(") = ");
+  if (text.rfind(kPrefix, 0) != 0 || open == std::string_view::npos ||
+      close == std::string_view::npos)
+    return false;
+  const auto number = core::ParseNumber(text.substr(kPrefix.size(), open - kPrefix.size()));
+  const auto value = core::ParseNumber(text.substr(close + 4));
+  if (!number || !value) return false;
+  *nr = *number;
+  *result = *value;
+  args->clear();
+  for (std::string_view rest = text.substr(open + 1, close - open - 1); !rest.empty();) {
+    const std::size_t comma = rest.find(", ");
+    const auto arg = core::ParseNumber(rest.substr(0, comma));
+    if (!arg) return false;
+    args->push_back(*arg);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 2);
+  }
+  return true;
+}
+
+// What a trace's reads from /dev/random or /dev/urandom returned (the
+// descriptors its openat calls opened on those paths), and what its
+// successful stat-family calls wrote (the struct stat): GivenInputs'
+// random_reads and file_stats.
+struct FileAnswers {
+  std::vector<std::vector<std::uint8_t>> random_reads;
+  std::vector<KernelAnswer> file_stats;
+};
+inline FileAnswers FileAnswersOf(const std::string& trace) {
+  FileAnswers out;
+  auto source = core::MapFile(trace);
+  if (!source.ok()) return out;
+  auto reader = core::OpenTraceSource(*source);
+  if (!reader.ok()) return out;
+  Replay r(**reader);
+  auto bytes_at = [&](core::Address a, std::uint64_t n) {
+    std::vector<std::uint8_t> bytes(n);
+    for (std::uint64_t i = 0; i < n; ++i) bytes[i] = r.ByteOrZero(a + i);
+    return bytes;
+  };
+  std::set<std::uint64_t> random_fds;
+  std::uint64_t nr = 0, result = 0;
+  std::vector<std::uint64_t> args;
+  core::Event e;
+  while (true) {
+    core::Expected<bool> more = (*reader)->Next(&e);
+    if (!more.ok() || !*more) break;
+    const bool syscall = ParseSyscall(e.description, &nr, &args, &result) && args.size() == 6;
+    std::string path;
+    if (syscall && nr == 257) {  // openat: the path is in memory before the call
+      for (core::Address a = args[1]; r.ByteOrZero(a) != 0 && path.size() < 4096; ++a)
+        path.push_back(static_cast<char>(r.ByteOrZero(a)));
+    }
+    r.Apply(e);
+    if (!syscall || result > ~std::uint64_t{4095}) continue;
+    if (nr == 257 && (path == "/dev/urandom" || path == "/dev/random")) random_fds.insert(result);
+    if (nr == 3) random_fds.erase(args[0]);  // close
+    if (nr == 0 && random_fds.count(args[0])) out.random_reads.push_back(bytes_at(args[1], result));
+    if (nr == 4 || nr == 5 || nr == 6 || nr == 262) {  // stat, fstat, lstat, newfstatat
+      out.file_stats.push_back({nr, result, bytes_at(nr == 262 ? args[2] : args[1], 144)});
+    }
+  }
+  return out;
+}
+
+// The signals a trace records without effect (ignored: SIGCHLD when an
+// untraced child exits), each after how many instructions: where they
+// arrive depends on when the child ended (EmuOptions::quiet_signals).
+inline std::vector<EmuOptions::QuietSignal> QuietSignals(const std::string& trace) {
+  std::vector<EmuOptions::QuietSignal> out;
+  std::uint64_t instructions = 0;
+  ForEachEvent(trace, [&](const core::Event& e) {
+    if (e.kind != core::EventKind::kInterrupt) {
+      if (e.kind == core::EventKind::kInstruction || e.kind == core::EventKind::kSyscall)
+        ++instructions;
+      return;
+    }
+    if (!e.writes.empty()) return;  // a handled one: its frame (the reader lists rip for both)
+    const core::EventNotes notes = core::ReadEventNotes(e);
+    out.push_back({instructions, notes.signal, notes.siginfo});
+  });
+  return out;
+}
+
 // Records `program` into `out->path` in a child process whose children
 // live in a new PID namespace, so that the program is pid 1 in every run
 // (getpid, set_tid_address and the tid glibc stores in the TCB are the
@@ -200,12 +298,19 @@ inline void RecordInNewPidNamespace(
   }
   close(fds[0]);
   int status = 0;
-  waitpid(worker, &status, 0);
+  struct rusage usage {};
+  wait4(worker, &status, 0, &usage);
   ASSERT_TRUE(got) << "the recording process died (status " << status << ")";
   ASSERT_TRUE(error.empty()) << error;
   EXPECT_EQ(result.end, RecordResult::End::kExited);
   EXPECT_EQ(result.missed_bytes, 0u);
   out->result = result;
+  // The figures of docs/usage-record.md (the recorder and the program: the
+  // worker waited for the program).
+  const double cpu = usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+                     (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+  std::printf("%s: %llu instructions, %.1f s CPU\n", engine.c_str(),
+              static_cast<unsigned long long>(result.instructions), cpu);
 }
 
 // BACKSTEP_CROSSCHECK_COMMANDS: "cmd args;cmd args", each program looked up

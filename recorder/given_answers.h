@@ -1,7 +1,9 @@
 // Answers given to a recording instead of the kernel's, for the system calls
-// whose answer differs from run to run: getrandom's bytes, the clock reads
-// (clock_gettime, gettimeofday, time: the vDSO is hidden) and sysinfo
-// (uptime, free memory). The engine cross-checks give the emu and native
+// whose answer differs from run to run: getrandom's bytes, reads of
+// /dev/random and /dev/urandom, the clock reads (clock_gettime,
+// gettimeofday, time: the vDSO is hidden), sysinfo (uptime, free memory)
+// and the stat family's inode numbers and times (a file the first run
+// read or wrote has new times in the second). The engine cross-checks give the emu and native
 // engines' runs the ptrace run's answers (EmuOptions, NativeOptions), so
 // that two runs of a program are the same run.
 //
@@ -25,15 +27,26 @@ struct KernelAnswer {
   std::vector<std::uint8_t> bytes;
 };
 
-// Gives the answers of two lists, each taken in order: the bytes successive
-// getrandom calls return, and what successive clock reads and sysinfo calls
-// return (a call of another number than the next one listed is the
-// kernel's); beyond a list, the kernel's. The lists must outlive it.
+// The lists of answers, each taken in order; beyond a list, the kernel's.
+struct GivenInputs {
+  // The bytes successive getrandom calls return.
+  std::span<const std::vector<std::uint8_t>> getrandom;
+  // What successive clock reads and sysinfo calls return (a call of another
+  // number than the next one listed is the kernel's).
+  std::span<const KernelAnswer> kernel;
+  // The bytes successive reads of /dev/random or /dev/urandom return (the
+  // device found by its number, however it was opened).
+  std::span<const std::vector<std::uint8_t>> random_reads;
+  // The struct stat successive stat/fstat/lstat/newfstatat calls return: only
+  // its inode number and times are given; size, mode, device, links and the
+  // result stay the kernel's.
+  std::span<const KernelAnswer> file_stats;
+};
+
+// Gives the answers of GivenInputs' lists, which must outlive it.
 class GivenAnswers {
  public:
-  GivenAnswers(std::span<const std::vector<std::uint8_t>> getrandom,
-               std::span<const KernelAnswer> kernel)
-      : getrandom_(getrandom), kernel_(kernel) {}
+  explicit GivenAnswers(const GivenInputs& inputs) : inputs_(inputs) {}
 
   // At the return of system call `nr` (`args`; *result: the kernel's
   // result, a user_regs_struct rax), whose effects are about to be read
@@ -44,9 +57,10 @@ class GivenAnswers {
                      unsigned long long* result);
 
  private:
-  std::span<const std::vector<std::uint8_t>> getrandom_;
-  std::span<const KernelAnswer> kernel_;
-  std::size_t next_random_ = 0, next_answer_ = 0;
+  core::Status GiveFileStat(Tracee& tracee, std::uint64_t nr, const std::uint64_t args[6]);
+
+  GivenInputs inputs_;
+  std::size_t next_random_ = 0, next_answer_ = 0, next_random_read_ = 0, next_file_stat_ = 0;
 };
 
 }  // namespace backstep::record

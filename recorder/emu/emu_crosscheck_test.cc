@@ -11,7 +11,10 @@
 // Nondeterministic inputs: AT_RANDOM's bytes (stack canary, pointer guard)
 // getrandom's (malloc's tcache key), rdtsc's (ld.so's start time) and those
 // of the system calls whose answer varies (the clock reads, since the vDSO
-// is hidden, and sysinfo: real programs call them): the
+// is hidden, and sysinfo: real programs call them), the bytes read from
+// /dev/urandom or /dev/random (perl's hash seed), the inode numbers and
+// times stat-family calls return (files a run creates or writes), where an
+// ignored signal arrived (SIGCHLD when an untraced child exits): the
 // emulated run gets the ptrace run's (EmuOptions); process
 // and thread ids: both programs run as pid 1 of a new PID namespace. The ptrace engine's rdtsc is
 // the host's, the emulator's a counter: the programs do not execute it.
@@ -64,6 +67,10 @@ TEST_P(EngineCrossCheck, EmuTraceEqualsPtraceTrace) {
   inputs.getrandom = test_util::GetrandomResults(ptrace_rec.path);
   inputs.rdtsc = test_util::RdtscResults(ptrace_rec.path);
   inputs.kernel_answers = test_util::KernelAnswers(ptrace_rec.path);
+  test_util::FileAnswers files = test_util::FileAnswersOf(ptrace_rec.path);
+  inputs.random_reads = std::move(files.random_reads);
+  inputs.file_stats = std::move(files.file_stats);
+  inputs.quiet_signals = test_util::QuietSignals(ptrace_rec.path);
   RecordWith(true, GetParam(), &emu_rec, inputs);
   if (HasFatalFailure()) return;
   // The programs ran to their end (127: ld.so refused the CPU the table describes).
@@ -87,6 +94,10 @@ std::vector<CrossCheckCase> Programs() {
       out.push_back({std::string(p) + "_" + build, {}});
     }
   }
+  // Random bytes read from /dev/urandom, a new file's inode and times.
+  out.push_back({"varying_O2_static", {}});
+  // An untraced child's exit: SIGCHLD, ignored, wherever the parent is.
+  out.push_back({"forks_O2_static", {}});
   return out;
 }
 

@@ -55,6 +55,7 @@ void EmuSession::OnCode(core::Address pc, std::uint32_t size) {
     Halt(core::Status::Ok());
     return;
   }
+  if (next_quiet_signal_ < emu_.quiet_signals.size()) GiveQuietSignals(pc);
   auto it = info_.find(pc);
   if (it != info_.end() && it->second.in_process && it->second.writable) {
     // Self-modifying code: the stub must run the bytes memory holds now.

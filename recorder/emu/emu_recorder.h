@@ -83,6 +83,30 @@ struct EmuOptions {
   // listed, or beyond the list, is the kernel's.
   using KernelAnswer = record::KernelAnswer;
   std::vector<KernelAnswer> kernel_answers;
+  // The bytes successive reads from /dev/random or /dev/urandom returned
+  // (tests: the other recording's; perl seeds its hashes from them); beyond
+  // the list, the kernel's.
+  std::vector<std::vector<std::uint8_t>> random_reads;
+  // What successive stat, fstat, lstat and newfstatat calls that succeeded
+  // wrote (the 144-byte struct stat; tests: the other recording's), of which
+  // only the inode number and the access, modification and change times are
+  // given: they differ between two runs for a file a run creates or writes
+  // (a compiler's temporary file, a make rule's target, /tmp). A call of
+  // another number than the next one listed, or beyond the list, keeps the
+  // kernel's.
+  std::vector<KernelAnswer> file_stats;
+  // Signals the other recording got without effect (ignored: a SIGCHLD
+  // without a handler when an untraced child exits, at whatever instruction
+  // the parent was then), each recorded here as the same delivery without
+  // effect before the instruction that follows the first `after`
+  // instructions. Such signals arriving while this run's program is in a
+  // system call are dropped as always (not recorded).
+  struct QuietSignal {
+    std::uint64_t after = 0;
+    int signal = 0;
+    std::vector<std::uint8_t> siginfo;
+  };
+  std::vector<QuietSignal> quiet_signals;
   // Hooks for materializing native recordings (recorder/native/): who
   // answers system calls (null: the tracee runs them) and cpuid (empty:
   // PortableCpuid()).

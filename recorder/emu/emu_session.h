@@ -111,6 +111,9 @@ class EmuSession {
                             SyscallRecord* sys);
   core::Status RecordSyscall(core::Address pc, std::uint8_t size, const user_regs_struct& before,
                              user_regs_struct after, SyscallRecord* sys);
+  // The other recording's signals without effect due before the instruction
+  // at `pc` (EmuOptions::quiet_signals), recorded (emu_given.cc).
+  void GiveQuietSignals(core::Address pc);
   // The kernel's registers after a system call into Unicorn, changes_ and slots_.
   void SyscallRegisters(const user_regs_struct& after, bool sigreturn);
   // Emits the pending instruction (registers read after it).
@@ -173,8 +176,10 @@ class EmuSession {
   std::uint8_t pending_size_ = 0;
   bool pending_fp_ = false;
   bool pending_rep_ = false;  // a rep string instruction (QEMU: a hook per iteration)
-  GivenAnswers given_{emu_.getrandom, emu_.kernel_answers};
-  std::size_t next_tsc_ = 0;  // into emu_.rdtsc
+  GivenAnswers given_{
+      GivenInputs{emu_.getrandom, emu_.kernel_answers, emu_.random_reads, emu_.file_stats}};
+  std::size_t next_quiet_signal_ = 0;  // into emu_.quiet_signals
+  std::size_t next_tsc_ = 0;           // into emu_.rdtsc
   std::uint64_t native_steps_ = 0, in_process_steps_ = 0;
   core::Address fault_address_ = 0;
   Traps traps_;  // what the tracee has set up (undone in forked children)

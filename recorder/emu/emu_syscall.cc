@@ -166,29 +166,36 @@ core::Expected<Stop> EmuSession::StepSyscall(core::Address pc, const user_regs_s
   // Native recordings' hook (EmuOptions::syscalls): the log answers.
   core::Expected<Stop> stop =
       emu_.syscalls ? emu_.syscalls->Answer(tracee_, before) : tracee_.Step();
-  while (stop.ok() && stop->kind == Stop::kEvent && forks && stop->event != PTRACE_EVENT_EXEC &&
-         options_.follow == RecordOptions::Follow::kParent) {
-    // The child runs untraced, as without the recorder (untraced.h); the
-    // parent's system call goes on (vfork: until the child execs or exits).
-    unsigned long msg = 0;
-    ptrace(PTRACE_GETEVENTMSG, tracee_.pid(), nullptr, &msg);
-    const pid_t child = static_cast<pid_t>(msg);
-    if (core::Status s = tracee_.WaitNewThread(child); !s.ok()) return s;
-    if (core::Status s = Untrace(tracee_, child, pc, traps_); !s.ok()) return s;
-    if (core::Status s = tracee_.Detach(child); !s.ok()) return s;
-    stop = tracee_.Step();
-  }
-  while (stop.ok() && stop->kind == Stop::kSignal && DiscardsSignal(tracee_.pid(), stop->signal)) {
-    // SIGCHLD and the like: not delivered to the program. It came before
-    // the system call ran or after it completed; if it interrupted it, the
-    // next step restarts it.
-    user_regs_struct now{};
-    if (core::Status s = tracee_.GetRegs(&now); !s.ok()) return s;
-    if (now.rip != pc && !RestartsSyscall(now.rax)) {
-      stop = Stop();  // stepped: the signal is dropped when the tracee resumes
-      break;
+  // Either can come first, and more than once: a discarded SIGCHLD (an
+  // earlier child's exit) before a fork's event, another after it.
+  while (stop.ok()) {
+    if (stop->kind == Stop::kEvent && forks && stop->event != PTRACE_EVENT_EXEC &&
+        options_.follow == RecordOptions::Follow::kParent) {
+      // The child runs untraced, as without the recorder (untraced.h); the
+      // parent's system call goes on (vfork: until the child execs or exits).
+      unsigned long msg = 0;
+      ptrace(PTRACE_GETEVENTMSG, tracee_.pid(), nullptr, &msg);
+      const pid_t child = static_cast<pid_t>(msg);
+      if (core::Status s = tracee_.WaitNewThread(child); !s.ok()) return s;
+      if (core::Status s = Untrace(tracee_, child, pc, traps_); !s.ok()) return s;
+      if (core::Status s = tracee_.Detach(child); !s.ok()) return s;
+      stop = tracee_.Step();
+      continue;
     }
-    stop = tracee_.Step();
+    if (stop->kind == Stop::kSignal && DiscardsSignal(tracee_.pid(), stop->signal)) {
+      // SIGCHLD and the like: not delivered to the program. It came before
+      // the system call ran or after it completed; if it interrupted it, the
+      // next step restarts it.
+      user_regs_struct now{};
+      if (core::Status s = tracee_.GetRegs(&now); !s.ok()) return s;
+      if (now.rip != pc && !RestartsSyscall(now.rax)) {
+        stop = Stop();  // stepped: the signal is dropped when the tracee resumes
+        break;
+      }
+      stop = tracee_.Step();
+      continue;
+    }
+    break;
   }
   return stop;
 }

@@ -72,6 +72,9 @@ TEST_P(NativePtraceCrossCheck, MaterializedTraceEqualsPtraceTrace) {
   given.rdtsc = test_util::RdtscResults(ptrace_rec.path);
   given.getrandom = test_util::GetrandomResults(ptrace_rec.path);
   given.kernel_answers = test_util::KernelAnswers(ptrace_rec.path);
+  test_util::FileAnswers files = test_util::FileAnswersOf(ptrace_rec.path);
+  given.random_reads = std::move(files.random_reads);
+  given.file_stats = std::move(files.file_stats);
   ASSERT_EQ(test_util::RecordNativeLog(test_util::ArgvOf(GetParam()), log_path, given), "");
   core::Expected<NativeLog> log = ReadNativeLog(log_path);
   ASSERT_TRUE(log.ok()) << log.status().message();

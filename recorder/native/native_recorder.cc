@@ -78,7 +78,8 @@ class NativeSession {
   void ReadSignalSetup(const user_regs_struct& entry);
 
   const NativeOptions& options_;
-  GivenAnswers given_{options_.getrandom, options_.kernel_answers};
+  GivenAnswers given_{GivenInputs{options_.getrandom, options_.kernel_answers,
+                                  options_.random_reads, options_.file_stats}};
   Tracee tracee_;
   const pid_t pid_;
   const std::string log_path_;

@@ -87,12 +87,15 @@ struct NativeOptions {
   // Inputs given instead of the kernel's and the CPU's (tests: another
   // engine's run of the program, as EmuOptions gives them): AT_RANDOM's 16
   // bytes (empty: the kernel's), successive rdtsc values (beyond the list:
-  // the CPU's), getrandom's bytes and the clock reads' and sysinfo's
-  // answers (given_answers.h). The log holds what the program got.
+  // the CPU's), getrandom's bytes, the clock reads' and sysinfo's answers,
+  // reads of the random devices and the stat family's inode numbers and
+  // times (given_answers.h). The log holds what the program got.
   std::vector<std::uint8_t> at_random;
   std::vector<std::uint64_t> rdtsc;
   std::vector<std::vector<std::uint8_t>> getrandom;
   std::vector<KernelAnswer> kernel_answers;
+  std::vector<std::vector<std::uint8_t>> random_reads;
+  std::vector<KernelAnswer> file_stats;
 };
 
 struct NativeResult {
