@@ -228,6 +228,21 @@ inline FileAnswers FileAnswersOf(const std::string& trace) {
   return out;
 }
 
+// Every input of `trace` that differs between two runs of a program, into
+// `options` (EmuOptions or NativeOptions, which name them alike): AT_RANDOM,
+// rdtsc, getrandom, the clock reads and sysinfo, random-device reads and
+// the stat family's inode numbers and times.
+template <typename Options>
+void GiveRecordedInputs(const std::string& trace, Options* options) {
+  options->at_random = AtRandom(trace);
+  options->rdtsc = RdtscResults(trace);
+  options->getrandom = GetrandomResults(trace);
+  options->kernel_answers = KernelAnswers(trace);
+  FileAnswers files = FileAnswersOf(trace);
+  options->random_reads = std::move(files.random_reads);
+  options->file_stats = std::move(files.file_stats);
+}
+
 // The signals a trace records without effect (ignored: SIGCHLD when an
 // untraced child exits), each after how many instructions: where they
 // arrive depends on when the child ended (EmuOptions::quiet_signals).

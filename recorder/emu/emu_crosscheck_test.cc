@@ -62,14 +62,8 @@ TEST_P(EngineCrossCheck, EmuTraceEqualsPtraceTrace) {
   // state (stack canary, pointer guard): the emulated run gets the ptrace run's.
   // The same for getrandom's bytes (malloc's tcache key).
   EmuOptions inputs;
-  inputs.at_random = test_util::AtRandom(ptrace_rec.path);
+  test_util::GiveRecordedInputs(ptrace_rec.path, &inputs);
   ASSERT_EQ(inputs.at_random.size(), 16u);
-  inputs.getrandom = test_util::GetrandomResults(ptrace_rec.path);
-  inputs.rdtsc = test_util::RdtscResults(ptrace_rec.path);
-  inputs.kernel_answers = test_util::KernelAnswers(ptrace_rec.path);
-  test_util::FileAnswers files = test_util::FileAnswersOf(ptrace_rec.path);
-  inputs.random_reads = std::move(files.random_reads);
-  inputs.file_stats = std::move(files.file_stats);
   inputs.quiet_signals = test_util::QuietSignals(ptrace_rec.path);
   RecordWith(true, GetParam(), &emu_rec, inputs);
   if (HasFatalFailure()) return;

@@ -67,14 +67,8 @@ TEST_P(NativePtraceCrossCheck, MaterializedTraceEqualsPtraceTrace) {
   if (HasFatalFailure()) return;
   // The inputs that differ between two runs: the native run gets the ptrace run's.
   NativeOptions given;
-  given.at_random = test_util::AtRandom(ptrace_rec.path);
+  test_util::GiveRecordedInputs(ptrace_rec.path, &given);
   ASSERT_EQ(given.at_random.size(), 16u);
-  given.rdtsc = test_util::RdtscResults(ptrace_rec.path);
-  given.getrandom = test_util::GetrandomResults(ptrace_rec.path);
-  given.kernel_answers = test_util::KernelAnswers(ptrace_rec.path);
-  test_util::FileAnswers files = test_util::FileAnswersOf(ptrace_rec.path);
-  given.random_reads = std::move(files.random_reads);
-  given.file_stats = std::move(files.file_stats);
   ASSERT_EQ(test_util::RecordNativeLog(test_util::ArgvOf(GetParam()), log_path, given), "");
   core::Expected<NativeLog> log = ReadNativeLog(log_path);
   ASSERT_TRUE(log.ok()) << log.status().message();

@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import recorded  # noqa: E402
@@ -84,3 +85,18 @@ class Lldb:
     def close(self):
         lldb.SBDebugger.Destroy(self.debugger)
         self.console.close()
+
+
+class LldbTestCase(unittest.TestCase):
+    """A test with its own `Lldb` per test method (self.lldb) and the
+    scratch environment per class (cls.env)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.env = util.Env.from_argv()
+
+    def setUp(self):
+        self.lldb = Lldb()
+
+    def tearDown(self):
+        self.lldb.close()

@@ -23,7 +23,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import recorded  # noqa: E402
 import util  # noqa: E402
-from lldb_plugin import ASAN_PRELOADED, L, PLUGIN, PROGRAMS, Lldb, lldb  # noqa: E402
+from lldb_plugin import ASAN_PRELOADED, L, PLUGIN, PROGRAMS, Lldb, LldbTestCase, lldb  # noqa: E402
 
 
 def gdb_positions(env, rec, setup, steps):
@@ -200,7 +200,7 @@ class Recorded:
         self.assertEqual(self.lldb.frame().GetPC(), self.env.dump_rip(self.rec.trace, 1000))
         self.lldb.run("backstep goto 50%")
         self.assertEqual(self.lldb.when(), events // 2)
-        out = self.lldb.run("backstep goto end")
+        self.lldb.run("backstep goto end")
         self.assertEqual(self.lldb.when(), events)
         info = self.lldb.run("backstep info")
         self.assertIn("format:     usercorn", info)
@@ -296,19 +296,10 @@ class PieTest(Recorded, unittest.TestCase):
             self.lldb.debugger.GetSelectedTarget()))
         self.assertLess(self.lldb.when(), before)
 
-class PartialStateTfile(unittest.TestCase):
+
+class PartialStateTfile(LldbTestCase):
     """The static recording exported to a tfile: registers and memory only
     where a frame collected them."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.env = util.Env.from_argv()
-
-    def setUp(self):
-        self.lldb = Lldb()
-
-    def tearDown(self):
-        self.lldb.close()
 
     def test_partial_state_tfile(self):
         rec = recorded.record(self.env, PROGRAMS, "O0_static")

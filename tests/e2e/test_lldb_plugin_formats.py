@@ -18,21 +18,11 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import util  # noqa: E402
-from lldb_plugin import MAKE_AVX512, Lldb  # noqa: E402
+from lldb_plugin import MAKE_AVX512, Lldb, LldbTestCase  # noqa: E402
 
 
-class RevenTrace(unittest.TestCase):
+class RevenTrace(LldbTestCase):
     """A generated REVEN trace: no program, no symbols."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.env = util.Env.from_argv()
-
-    def setUp(self):
-        self.lldb = Lldb()
-
-    def tearDown(self):
-        self.lldb.close()
 
     def test_reven_trace(self):
         trace = self.env.trace()
