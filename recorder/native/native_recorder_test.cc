@@ -252,6 +252,20 @@ TEST(NativeRecord, ThreadsAndExecAreRefused) {
   EXPECT_NE(exec.find("the program calls execve"), std::string::npos) << exec;
 }
 
+// Records `program` natively into `log_path`, its standard output into
+// `out_path`.
+core::Expected<NativeResult> RecordPrintingTo(const std::string& program,
+                                              const std::string& log_path,
+                                              const std::string& out_path) {
+  NativeOptions options;
+  options.spawn.argv = {program};
+  options.spawn.stdout_fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (options.spawn.stdout_fd < 0) return core::Status::IOError("cannot create " + out_path);
+  core::Expected<NativeResult> r = RecordNative(options, log_path);
+  close(options.spawn.stdout_fd);
+  return r;
+}
+
 // fork and vfork: the parent is recorded, the children run (the fork child
 // writes its own copy of `marker`), the program's output is its native one,
 // and the materialization answers the forks from the log and ends as the
@@ -259,12 +273,7 @@ TEST(NativeRecord, ThreadsAndExecAreRefused) {
 TEST(NativeRecord, ForksRecordTheParent) {
   const std::string log_path = ::testing::TempDir() + "/forks.nlog";
   const std::string out_path = ::testing::TempDir() + "/forks.out";
-  NativeOptions options;
-  options.spawn.argv = {Program("forks_O2_static")};
-  options.spawn.stdout_fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  ASSERT_GE(options.spawn.stdout_fd, 0);
-  core::Expected<NativeResult> r = RecordNative(options, log_path);
-  close(options.spawn.stdout_fd);
+  core::Expected<NativeResult> r = RecordPrintingTo(Program("forks_O2_static"), log_path, out_path);
   ASSERT_TRUE(r.ok()) << r.status().message();
   std::ifstream in(out_path);
   std::string line;
@@ -287,12 +296,8 @@ TEST(NativeRecord, ForksRecordTheParent) {
 TEST(NativeRecord, SignalsAreDeliveredAtTheSystemCallsReturn) {
   const std::string log_path = ::testing::TempDir() + "/signals.nlog";
   const std::string out_path = ::testing::TempDir() + "/signals.out";
-  NativeOptions options;
-  options.spawn.argv = {Program("signals_O2_static")};
-  options.spawn.stdout_fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  ASSERT_GE(options.spawn.stdout_fd, 0);
-  core::Expected<NativeResult> r = RecordNative(options, log_path);
-  close(options.spawn.stdout_fd);
+  core::Expected<NativeResult> r =
+      RecordPrintingTo(Program("signals_O2_static"), log_path, out_path);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->end, NativeLog::End::kExited);
   std::ifstream in(out_path);
