@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "recorder/libc_symbols_test_util.h"
+#include "recorder/record_output_test_util.h"
 #include "recorder/recorder.h"
 
 namespace backstep::record {
@@ -121,9 +122,7 @@ TEST(EvexReads, GlibcStringFunctionReadsAreRecorded) {
   LibcReadsSink sink;
   RecordOptions options;
   options.spawn.argv = {program};
-  options.spawn.stdout_fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  auto r = Record(options, sink);
-  close(options.spawn.stdout_fd);
+  auto r = test_util::RecordPrintingTo(options, sink, out);
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->end, RecordResult::End::kExited);
   EXPECT_EQ(r->undecodable, 0u);

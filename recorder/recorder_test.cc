@@ -19,6 +19,7 @@
 #include "backstep/core/format_registry.h"
 #include "recorder/cpu_state.h"
 #include "recorder/insn_decoder.h"
+#include "recorder/record_output_test_util.h"
 #include "recorder/usercorn_sink.h"
 
 namespace backstep::record {
@@ -272,10 +273,8 @@ TEST(RecordThreads, ProducerConsumer) {
     ASSERT_TRUE(sink.ok()) << sink.status().message();
     RecordOptions options;
     options.spawn.argv = {program};
-    options.spawn.stdout_fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     options.check_interval = 3000;
-    auto r = Record(options, **sink);
-    close(options.spawn.stdout_fd);
+    auto r = test_util::RecordPrintingTo(options, **sink, out);
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_EQ(r->end, RecordResult::End::kExited);
     EXPECT_EQ(r->exit_code, 0);
@@ -382,11 +381,9 @@ TEST(RecordFork, FollowParentOrChild) {
     ASSERT_TRUE(sink.ok()) << sink.status().message();
     RecordOptions options;
     options.spawn.argv = {program};
-    options.spawn.stdout_fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     options.check_interval = 2000;
     if (child) options.follow = RecordOptions::Follow::kChild;
-    auto r = Record(options, **sink);
-    close(options.spawn.stdout_fd);
+    auto r = test_util::RecordPrintingTo(options, **sink, out);
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_EQ(r->end, RecordResult::End::kExited);
     EXPECT_EQ(r->exit_code, child ? 3 : 0);
