@@ -16,7 +16,7 @@
 // times stat-family calls return (files a run creates or writes), where an
 // ignored signal arrived (SIGCHLD when an untraced child exits): the
 // emulated run gets the ptrace run's (EmuOptions); process
-// and thread ids: both programs run as pid 1 of a new PID namespace. The ptrace engine's rdtsc is
+// and thread ids: both programs run as pid 2 of a new PID namespace. The ptrace engine's rdtsc is
 // the host's, the emulator's a counter: the programs do not execute it.
 //
 // Real programs: BACKSTEP_CROSSCHECK_COMMANDS="wc small.txt;gzip -c small.txt"
@@ -69,7 +69,10 @@ TEST_P(EngineCrossCheck, EmuTraceEqualsPtraceTrace) {
   if (HasFatalFailure()) return;
   // The programs ran to their end (127: ld.so refused the CPU the table describes).
   EXPECT_NE(ptrace_rec.result.exit_code, 127);
+  EXPECT_EQ(emu_rec.result.end, ptrace_rec.result.end);
   EXPECT_EQ(emu_rec.result.exit_code, ptrace_rec.result.exit_code);
+  EXPECT_EQ(emu_rec.result.signal, ptrace_rec.result.signal);
+  EXPECT_EQ(emu_rec.result.signals, ptrace_rec.result.signals);
   EXPECT_EQ(emu_rec.result.instructions, ptrace_rec.result.instructions);
   EXPECT_EQ(emu_rec.result.syscalls, ptrace_rec.result.syscalls);
 
@@ -92,6 +95,8 @@ std::vector<CrossCheckCase> Programs() {
   out.push_back({"varying_O2_static", {}});
   // An untraced child's exit: SIGCHLD, ignored, wherever the parent is.
   out.push_back({"forks_O2_static", {}});
+  // A fatal SIGSEGV: the delivery, then the end.
+  out.push_back({"crash_O2_static", {}});
   return out;
 }
 

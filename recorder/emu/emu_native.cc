@@ -83,14 +83,24 @@ core::Status EmuSession::NativeStep(core::Address pc, std::uint8_t size, bool si
 // there by NativeStep with the emulator's state): the kernel delivers it as
 // it would to the program, and the trace records the delivery as the ptrace
 // engine does (a signal event: the frame, every register it changed, the
-// handler's address). A signal without a handler ends the program.
+// handler's address). A signal without a handler ends the program (a
+// delivery event without effects, then the end).
 core::Status EmuSession::DeliverFault(int sig, std::optional<core::Address>* in_hook) {
   // The kernel's siginfo_t, read at the signal stop before it is delivered.
   const std::array<std::uint8_t, 128> siginfo = ReadSigInfo(tracee_);
+  user_regs_struct at{};
+  if (core::Status s = tracee_.GetRegs(&at); !s.ok()) return s;
   core::Expected<SignalDelivery> delivery = DeliverSignal(tracee_, sig);
   if (!delivery.ok()) return delivery.status();
   switch (delivery->outcome) {
     case SignalDelivery::Outcome::kEnded:
+      if (delivery->stop.kind == Stop::kKilled) {
+        // A fatal signal: a delivery without effects where it was raised,
+        // as the ptrace engine records it (a debugger stops there with the
+        // signal, as on the live process), then the end.
+        sink_.OnSignal({sig, at.rip, siginfo, {}, {}});
+        ++result_.signals;
+      }
       SetProgramEnd(delivery->stop, &result_);
       done_ = true;
       uc_emu_stop(uc_);

@@ -5,7 +5,7 @@
 // registers, every write (trace_compare_test_util.h). Neither trace holds
 // reads here: materialization records none (the emu engine's rule).
 //
-// Inputs: both runs are pid 1 of a new PID namespace; the program gets
+// Inputs: both runs are pid 2 of a new PID namespace; the program gets
 // GLIBC_TUNABLES as the native engine gives it (ProgramEnvironment) in both;
 // CPUID is the portable table in both with CPUID faulting, else the CPU's
 // (both pinned to the CPU the native run used). The inputs that differ
@@ -14,8 +14,8 @@
 // (NativeOptions), as the emu engine's cross-check gives them to its run.
 //
 // The programs: interrupts.c (signals that interrupt pause, read and
-// nanosleep, one restarted; fork and vfork); BACKSTEP_CROSSCHECK_COMMANDS
-// adds real programs (crosscheck_test_util.h), named RealPrograms/
+// nanosleep, one restarted; fork and vfork), crash.c (a fatal SIGSEGV);
+// BACKSTEP_CROSSCHECK_COMMANDS adds real programs (crosscheck_test_util.h), named RealPrograms/
 // NativePtraceCrossCheck.MaterializedTraceEqualsPtraceTrace/N.
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -76,7 +76,10 @@ TEST_P(NativePtraceCrossCheck, MaterializedTraceEqualsPtraceTrace) {
   core::Expected<RecordResult> m = test_util::MaterializeTo(*log, materialized);
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_NE(ptrace_rec.result.exit_code, 127);  // ld.so accepted the CPU
+  EXPECT_EQ(m->end, ptrace_rec.result.end);
   EXPECT_EQ(m->exit_code, ptrace_rec.result.exit_code);
+  EXPECT_EQ(m->signal, ptrace_rec.result.signal);
+  EXPECT_EQ(m->signals, ptrace_rec.result.signals);
   EXPECT_EQ(m->instructions, ptrace_rec.result.instructions);
   EXPECT_EQ(m->syscalls, ptrace_rec.result.syscalls);
   test_util::CompareTraces(ptrace_rec.path, materialized, "ptrace", "materialized");
@@ -84,11 +87,13 @@ TEST_P(NativePtraceCrossCheck, MaterializedTraceEqualsPtraceTrace) {
   for (const std::string& p : {log_path, materialized, ptrace_rec.path}) std::remove(p.c_str());
 }
 
-// One program keeps it to seconds (the ptrace engine single-steps): every
-// kind of interrupted call, fork and vfork. The others on demand:
+// Two programs keep it to seconds (the ptrace engine single-steps): every
+// kind of interrupted call, fork and vfork; a fatal signal. The others on
+// demand:
 // BACKSTEP_CROSSCHECK_COMMANDS=build/recorder/programs/syscalls_O2_static.
 INSTANTIATE_TEST_SUITE_P(Programs, NativePtraceCrossCheck,
-                         ::testing::Values(CrossCheckCase{"interrupts_O2_static", {}}),
+                         ::testing::Values(CrossCheckCase{"interrupts_O2_static", {}},
+                                           CrossCheckCase{"crash_O2_static", {}}),
                          [](const auto& p) { return p.param.name; });
 INSTANTIATE_TEST_SUITE_P(RealPrograms, NativePtraceCrossCheck,
                          ::testing::ValuesIn(test_util::RealPrograms()),

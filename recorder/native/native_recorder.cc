@@ -68,8 +68,11 @@ class NativeSession {
   // At the exit stop: the memory the kernel wrote for `call`.
   void CollectWrites(LoggedSyscall* call, bool full_diff);
   core::Status EmulateRdtsc(const user_regs_struct& regs, bool* done);
-  // The program's next stop; its children's meanwhile (ServeUnrecordedChild).
+  // The program's next stop; its children's meanwhile (OnChild).
   core::Expected<int> Wait();
+  // A stop or the end of a child of the program's (or of theirs):
+  // ServeUnrecordedChild, and children_ kept.
+  void OnChild(pid_t child, int status);
   void Finish(int status);
   // At the exit stop of the call just logged: a snapshot when one is due.
   core::Status MaybeSnapshot();
@@ -102,6 +105,9 @@ class NativeSession {
   std::optional<LoggedSyscall> interrupted_;
   std::uint64_t exit_rip_ = 0;
   bool ended_ = false;
+  // The program's descendants still attached: waited for at the end. Only
+  // they: the recorder's other children (a test's, a caller's) are not its.
+  std::set<pid_t> children_;
 };
 
 core::Status NativeSession::Start() {
@@ -171,8 +177,17 @@ core::Expected<int> NativeSession::Wait() {
       return core::Status::IOError("waitpid: " + Errno());
     }
     if (got == pid_) return status;
-    ServeUnrecordedChild(got, status);
+    OnChild(got, status);
   }
+}
+
+void NativeSession::OnChild(pid_t child, int status) {
+  if (WIFEXITED(status) || WIFSIGNALED(status)) {
+    children_.erase(child);
+    return;
+  }
+  children_.insert(child);
+  if (const pid_t born = ServeUnrecordedChild(child, status); born > 0) children_.insert(born);
 }
 
 void NativeSession::Finish(int status) {
@@ -298,6 +313,12 @@ core::Status NativeSession::OnSyscall() {
       return core::Status::Ok();
     }
     if (WSTOPSIG(*status) == (SIGTRAP | 0x80)) break;
+    const int event = *status >> 16;
+    unsigned long born = 0;
+    if ((event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK ||
+         event == PTRACE_EVENT_CLONE) &&
+        ptrace(PTRACE_GETEVENTMSG, pid_, nullptr, &born) == 0 && born > 0)
+      children_.insert(static_cast<pid_t>(born));
   }
   if (core::Status s = tracee_.GetRegs(&call.exit); !s.ok()) return s;
   const std::uint64_t kernel_result = call.exit.rax;
@@ -448,9 +469,13 @@ core::Status NativeSession::Run() {
   }
   // Children that outlive the program run to their end (without a tracer
   // the seccomp filter they inherited would fail their system calls).
-  int status = 0;
-  for (pid_t child; (child = waitpid(-1, &status, __WALL)) > 0;)
-    ServeUnrecordedChild(child, status);
+  while (!children_.empty()) {
+    int status = 0;
+    const pid_t child = waitpid(-1, &status, __WALL);
+    if (child < 0 && errno == EINTR) continue;
+    if (child <= 0) break;
+    OnChild(child, status);
+  }
   return core::Status::Ok();
 }
 

@@ -1,7 +1,8 @@
 // What the native engine's tests (native_recorder_test.cc,
 // native_crosscheck_test.cc) share: a native recording made in a new PID
-// namespace (the program is pid 1, as in the other engines' runs it is
-// compared with) and the materialization of a log into a UCIR file.
+// namespace (the program is pid 2, as in the other engines' runs it is
+// compared with: pid_namespace_test_util.h) and the materialization of a
+// log into a UCIR file.
 #pragma once
 
 #include <fcntl.h>
@@ -17,12 +18,13 @@
 
 #include "recorder/native/materialize.h"
 #include "recorder/native/native_recorder.h"
+#include "recorder/pid_namespace_test_util.h"
 #include "recorder/usercorn_sink.h"
 
 namespace backstep::record::test_util {
 
 // Runs `body` in a child process whose children live in a new PID
-// namespace (the program it records is pid 1); its error message, "" if
+// namespace (the program it records is pid 2); its error message, "" if
 // none.
 inline std::string InNewPidNamespace(const std::function<std::string()>& body) {
   int fds[2];
@@ -31,9 +33,10 @@ inline std::string InNewPidNamespace(const std::function<std::string()>& body) {
   if (worker < 0) return "fork failed";
   if (worker == 0) {
     close(fds[0]);
-    std::string error = unshare(CLONE_NEWPID) == 0
-                            ? body()
-                            : std::string("unshare(CLONE_NEWPID): ") + std::strerror(errno);
+    pid_t init = -1;
+    std::string error = EnterNewPidNamespace(&init);
+    if (error.empty()) error = body();
+    EndPidNamespace(init);
     if (error.empty()) error = "ok";
     [[maybe_unused]] ssize_t w = write(fds[1], error.data(), error.size());
     _exit(0);

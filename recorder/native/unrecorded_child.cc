@@ -12,8 +12,8 @@
 
 namespace backstep::record {
 
-void ServeUnrecordedChild(pid_t child, int status) {
-  if (!WIFSTOPPED(status)) return;  // it ended
+pid_t ServeUnrecordedChild(pid_t child, int status) {
+  if (!WIFSTOPPED(status)) return 0;  // it ended
   const int sig = WSTOPSIG(status);
   int deliver = 0;
   if (sig == SIGSEGV) {
@@ -56,8 +56,13 @@ void ServeUnrecordedChild(pid_t child, int status) {
   }
   // Event stops (its system calls through the seccomp filter, its own
   // forks and execs) and the stop a new child starts with: resumed.
-  if ((status >> 16) != 0) deliver = 0;
+  const int event = status >> 16;
+  if (event != 0) deliver = 0;
+  unsigned long born = 0;
+  if (event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK || event == PTRACE_EVENT_CLONE)
+    ptrace(PTRACE_GETEVENTMSG, child, nullptr, &born);
   ptrace(PTRACE_CONT, child, nullptr, deliver);
+  return static_cast<pid_t>(born);
 }
 
 }  // namespace backstep::record

@@ -15,7 +15,9 @@
 
 namespace backstep::record {
 
-// Resumes `child`, which waitpid reported with `status` (nothing if it ended).
-void ServeUnrecordedChild(pid_t child, int status);
+// Resumes `child`, which waitpid reported with `status` (nothing if it
+// ended); at its fork, vfork or clone event, the new child's pid (attached
+// too), else 0.
+pid_t ServeUnrecordedChild(pid_t child, int status);
 
 }  // namespace backstep::record
