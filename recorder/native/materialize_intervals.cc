@@ -181,17 +181,19 @@ core::Expected<RecordResult> MaterializeIntervals(const NativeLog& log, Recordin
   RecordResult total;
   SpoolCounts last;
   core::Status failure = core::Status::Ok();
-  while (joined < n && failure.ok()) {
-    while (running < jobs && launched < n) {
+  // Starts workers until `jobs` run: before a join too, so that no core
+  // waits while the join replays a long spool.
+  auto launch = [&] {
+    while (running < jobs && launched < n && failure.ok()) {
       const std::size_t k = order[launched];
       const bool keep_start = k == 0 || (tail && k + 1 == n);
-      if (core::Status s = Launch(log, k, keep_start, &parts[k]); !s.ok()) {
-        failure = s;
-        break;
-      }
-      ++launched, ++running;
+      failure = Launch(log, k, keep_start, &parts[k]);
+      if (failure.ok()) ++launched, ++running;
     }
-    if (!failure.ok()) break;
+    return failure.ok();
+  };
+  while (joined < n && failure.ok()) {
+    if (!launch()) break;
     std::vector<pollfd> fds;
     std::vector<Part*> polled;
     for (Part& p : parts) {
@@ -208,6 +210,7 @@ core::Expected<RecordResult> MaterializeIntervals(const NativeLog& log, Recordin
       Collect(polled[i]);
       if (polled[i]->done) --running;
     }
+    if (!launch()) break;
     if (tail && !tail_written && parts[n - 1].done && parts[n - 1].report.rfind("ok", 0) == 0) {
       tail_written = true;
       if (core::Status s = WriteTail(parts[n - 1].spool, options.tail_path); !s.ok()) {

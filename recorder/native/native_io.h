@@ -1,13 +1,12 @@
 // Binary I/O the native engine's files share (native_log.h's log,
 // snapshot.h's snapshots, spool_sink.h's spools): a little-endian Writer
-// into memory, a bounds-checked Reader over memory or a file that keeps the
-// first failure with its offset, and the atomic write of a whole file.
+// into memory, a bounds-checked Reader over memory that keeps the first
+// failure with its offset, and the atomic write of a whole file.
 //
 // Thread-safety: plain objects.
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -37,28 +36,34 @@ class Writer {
   std::vector<std::uint8_t> out_;
 };
 
-// Bounds-checked reads from one byte source, memory or an open file (the
-// log and snapshots are read whole; a spool file, spool_sink.h, record by
-// record); the first failure is kept with its offset.
+// Bounds-checked reads from bytes in memory (the log and snapshots are
+// read whole; a spool file, spool_sink.h, is mapped); the first failure is
+// kept with its offset.
 class Reader {
  public:
   // Over `data`, which must outlive the reader; `name` names it in errors.
   Reader(const std::vector<std::uint8_t>& data, const std::string& name)
-      : data_(data.data()), size_(data.size()), name_(name) {}
-  // Over the `size` bytes of `file` from its current position.
-  Reader(std::FILE* file, std::uint64_t size, const std::string& name)
-      : file_(file), size_(size), name_(name) {}
+      : Reader(data.data(), data.size(), name) {}
+  // Over `size` bytes at `data`, which must outlive the reader.
+  Reader(const std::uint8_t* data, std::uint64_t size, const std::string& name)
+      : data_(data), size_(size), name_(name) {}
   bool Raw(void* p, std::size_t n) {
-    if (!ok_ || n > size_ - offset_) return Fail("truncated");
-    if (n > 0) {  // p may be null when n is 0
-      if (!file_) {
-        std::memcpy(p, data_ + offset_, n);
-      } else if (std::fread(p, 1, n, file_) != n) {
-        return Fail("truncated");
-      }
+    if (n == 0) return ok_;  // p may be null then
+    const std::uint8_t* from = Take(n);
+    if (from) std::memcpy(p, from, n);
+    return from != nullptr;
+  }
+  // The next `n` bytes where they are (valid while the data is), or
+  // nullptr when fewer are left (the reader has failed; check ok() when n
+  // may be 0).
+  const std::uint8_t* Take(std::size_t n) {
+    if (!ok_ || n > size_ - offset_) {
+      Fail("truncated");
+      return nullptr;
     }
+    const std::uint8_t* at = data_ + offset_;
     offset_ += n;
-    return true;
+    return at;
   }
   std::uint64_t U64() {
     std::uint64_t v = 0;
@@ -91,11 +96,11 @@ class Reader {
   }
   bool ok() const { return ok_; }
   bool at_end() const { return offset_ == size_; }
+  std::uint64_t left() const { return size_ - offset_; }
   const std::string& error() const { return error_; }
 
  private:
-  const std::uint8_t* data_ = nullptr;  // memory, or
-  std::FILE* file_ = nullptr;           // a file
+  const std::uint8_t* data_ = nullptr;
   std::uint64_t size_ = 0, offset_ = 0;
   const std::string name_;
   bool ok_ = true;

@@ -6,10 +6,12 @@
 // (the sink sees the same calls).
 //
 // File format (host byte order: written and read by the same program on
-// the same machine; buffered, flushed by Finish): one record per call, a
-// tag byte then its fields, spans as a u64 count and their items
-// (registers: u16 id, u8 op, 64 value bytes; memory: u64 address, u64
-// size, bytes; mappings: start, size, flags, file offset, name). OnStart is
+// the same machine; buffered in memory and written out a megabyte at a
+// time, and when the sink is finished or destroyed): one record per call, a
+// tag byte then its fields, spans as a varint count and their items
+// (registers: u16 id, u8 op, u8 length, the value's bytes before its
+// trailing zeros; memory: u64 address, varint size, bytes; mappings:
+// start, size, flags, file offset, varint name length, name). OnStart is
 // written only when the sink keeps it (`keep_start`), with every mapping's
 // contents read at once.
 //
@@ -19,6 +21,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "backstep/core/expected.h"
 #include "recorder/recording_sink.h"
@@ -39,9 +42,16 @@ class SpoolSink final : public RecordingSink {
   core::Status Finish(bool exited) override;
 
  private:
-  SpoolSink(std::FILE* file, bool keep_start) : file_(file), keep_start_(keep_start) {}
+  static constexpr std::size_t kFlushBytes = 1 << 20;
+  SpoolSink(std::FILE* file, bool keep_start) : file_(file), keep_start_(keep_start) {
+    buffer_.reserve(kFlushBytes + 4096);
+  }
+  // Writes the buffer out (a failure is kept for Finish).
+  void Flush();
   std::FILE* file_;
   bool keep_start_;
+  std::vector<std::uint8_t> buffer_;
+  bool failed_ = false;
 };
 
 // What a replay sent.
