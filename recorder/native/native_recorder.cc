@@ -59,6 +59,7 @@ class NativeSession {
   core::Status Run();
   NativeLog& log() { return log_; }
   NativeResult& result() { return result_; }
+  int cpu() const { return cpu_; }  // the program's (after Start)
 
  private:
   core::Status OnSyscall();
@@ -105,28 +106,32 @@ class NativeSession {
   std::optional<LoggedSyscall> interrupted_;
   std::uint64_t exit_rip_ = 0;
   bool ended_ = false;
+  int cpu_ = 0;
 };
 
 core::Status NativeSession::Start() {
   user_regs_struct regs{};
   if (core::Status s = tracee_.GetRegs(&regs); !s.ok()) return s;
+  // One CPU for the program (and the recorder: RecordNative). Without CPUID
+  // faulting the APIC ids in CPUID differ between CPUs: that CPU is logged.
+  // With it, a program on another CPU than the recorder would make the CPU
+  // switch to and from the idle thread, which has no CPUID faulting, at each
+  // stop (CpuidFaultingForThisThread: 4-8x the cost per system call).
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  sched_getaffinity(0, sizeof mine, &mine);
+  while (cpu_ < CPU_SETSIZE && !CPU_ISSET(cpu_, &mine)) ++cpu_;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu_, &one);
+  if (sched_setaffinity(pid_, sizeof one, &one) != 0)
+    return core::Status::IOError("cannot pin the program to CPU " + std::to_string(cpu_) + ": " +
+                                 Errno());
   if (log_.cpuid == NativeLog::Cpuid::kPortable) {
     if (core::Status s = EnableCpuidFaulting(tracee_); !s.ok()) return s;
   } else {
-    // The APIC ids in CPUID differ between CPUs: one CPU, logged.
-    cpu_set_t mine;
-    CPU_ZERO(&mine);
-    sched_getaffinity(0, sizeof mine, &mine);
-    int cpu = 0;
-    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &mine)) ++cpu;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    if (sched_setaffinity(pid_, sizeof one, &one) != 0)
-      return core::Status::IOError("cannot pin the program to CPU " + std::to_string(cpu) + ": " +
-                                   Errno());
     log_.cpuid = NativeLog::Cpuid::kHost;
-    log_.cpu = cpu;
+    log_.cpu = cpu_;
     log_.cpu_signature = CpuSignature();
   }
   result_.cpuid = log_.cpuid;
@@ -487,6 +492,28 @@ core::Status NativeSession::Run() {
   return core::Status::Ok();
 }
 
+// For its lifetime, the calling thread runs on CPU `cpu` only; its
+// affinity is restored after.
+class RecorderOnCpu {
+ public:
+  explicit RecorderOnCpu(int cpu) {
+    if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof saved_, &saved_) != 0) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    pinned_ = sched_setaffinity(0, sizeof one, &one) == 0;
+  }
+  ~RecorderOnCpu() {
+    if (pinned_) sched_setaffinity(0, sizeof saved_, &saved_);
+  }
+  RecorderOnCpu(const RecorderOnCpu&) = delete;
+  RecorderOnCpu& operator=(const RecorderOnCpu&) = delete;
+
+ private:
+  cpu_set_t saved_{};
+  bool pinned_ = false;
+};
+
 }  // namespace
 
 bool CpuidFaultingAvailable() {
@@ -528,9 +555,11 @@ core::Expected<NativeResult> RecordNative(const NativeOptions& options,
   if (!tracee.ok()) return tracee.status();
   NativeSession session(options, std::move(*tracee), cpuid, log_path);
   if (core::Status s = session.Start(); !s.ok()) return s;
-  // The recorder's thread faults CPUID too while it drives the program
-  // (cpuid.h: CpuidFaultingForThisThread): the switches between them then
-  // leave the CPU's faulting setting alone.
+  // The recorder's thread runs on the program's CPU (a stop and a resume
+  // are then a switch between the two, rr pins so too) and faults CPUID as
+  // well (cpuid.h: CpuidFaultingForThisThread): those switches then leave
+  // the CPU's faulting setting alone.
+  const RecorderOnCpu pinned(session.cpu());
   const CpuidFaultingForThisThread faulting(cpuid == NativeLog::Cpuid::kPortable);
   if (core::Status s = session.Run(); !s.ok()) return s;
   if (core::Status s = WriteNativeLog(session.log(), log_path); !s.ok()) return s;

@@ -20,8 +20,8 @@
 // (CpuidFaultingForThisThread): else the kernel rewrites the CPU's setting
 // (an MSR) at every switch between them, four per system call, which costs
 // ~9 us each in a VM.
-// Without it (many VMs) cpuid runs on the CPU: the program is pinned to one
-// CPU (the APIC ids differ between CPUs), the CPU's signature is logged, and
+// Without it (many VMs) cpuid runs on the CPU: the CPU the program is
+// pinned to (below; the APIC ids differ between CPUs), its signature are logged, and
 // materialization answers cpuid with that CPU's values, so it must run on a
 // machine with the same CPU (checked). The emulator cannot run AVX, XSAVE
 // or XSAVEC, which glibc and ld.so would then pick: the program runs with
@@ -60,6 +60,11 @@
 // (rdtsc's, CPUID faulting's) are answered with the CPU's values, not
 // logged. The recorder returns when the program and every child have
 // ended.
+//
+// The program and, for the record phase, the recorder's thread run on one
+// CPU (the first the recorder may use; rr pins so too): each stop and
+// resume is a switch between the two, never to the idle thread, which
+// would rewrite the CPUID faulting setting; its children inherit that CPU.
 //
 // Snapshots (NativeOptions::snapshot_*): at a system call's exit stop
 // (never one that a signal follows, that restarts, or rseq), the process is
