@@ -22,6 +22,7 @@
 #include "backstep/core/hex.h"
 #include "recorder/address_space.h"
 #include "recorder/cpuid.h"
+#include "recorder/native/one_cpu.h"
 #include "recorder/native/seccomp_trap.h"
 #include "recorder/native/snapshot.h"
 #include "recorder/native/unrecorded_child.h"
@@ -116,17 +117,9 @@ core::Status NativeSession::Start() {
   // faulting the APIC ids in CPUID differ between CPUs: that CPU is logged.
   // With it, a program on another CPU than the recorder would make the CPU
   // switch to and from the idle thread, which has no CPUID faulting, at each
-  // stop (CpuidFaultingForThisThread: 4-8x the cost per system call).
-  cpu_set_t mine;
-  CPU_ZERO(&mine);
-  sched_getaffinity(0, sizeof mine, &mine);
-  while (cpu_ < CPU_SETSIZE && !CPU_ISSET(cpu_, &mine)) ++cpu_;
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu_, &one);
-  if (sched_setaffinity(pid_, sizeof one, &one) != 0)
-    return core::Status::IOError("cannot pin the program to CPU " + std::to_string(cpu_) + ": " +
-                                 Errno());
+  // stop (CpuidFaultingForThisThread: up to 9x the cost per system call).
+  cpu_ = FirstAllowedCpu();
+  if (core::Status s = PinToCpu(pid_, cpu_); !s.ok()) return s;
   if (log_.cpuid == NativeLog::Cpuid::kPortable) {
     if (core::Status s = EnableCpuidFaulting(tracee_); !s.ok()) return s;
   } else {
@@ -492,28 +485,6 @@ core::Status NativeSession::Run() {
   return core::Status::Ok();
 }
 
-// For its lifetime, the calling thread runs on CPU `cpu` only; its
-// affinity is restored after.
-class RecorderOnCpu {
- public:
-  explicit RecorderOnCpu(int cpu) {
-    if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof saved_, &saved_) != 0) return;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    pinned_ = sched_setaffinity(0, sizeof one, &one) == 0;
-  }
-  ~RecorderOnCpu() {
-    if (pinned_) sched_setaffinity(0, sizeof saved_, &saved_);
-  }
-  RecorderOnCpu(const RecorderOnCpu&) = delete;
-  RecorderOnCpu& operator=(const RecorderOnCpu&) = delete;
-
- private:
-  cpu_set_t saved_{};
-  bool pinned_ = false;
-};
-
 }  // namespace
 
 bool CpuidFaultingAvailable() {
@@ -559,7 +530,7 @@ core::Expected<NativeResult> RecordNative(const NativeOptions& options,
   // are then a switch between the two, rr pins so too) and faults CPUID as
   // well (cpuid.h: CpuidFaultingForThisThread): those switches then leave
   // the CPU's faulting setting alone.
-  const RecorderOnCpu pinned(session.cpu());
+  const ThreadOnCpu pinned(session.cpu());
   const CpuidFaultingForThisThread faulting(cpuid == NativeLog::Cpuid::kPortable);
   if (core::Status s = session.Run(); !s.ok()) return s;
   if (core::Status s = WriteNativeLog(session.log(), log_path); !s.ok()) return s;
