@@ -28,13 +28,32 @@ constexpr std::uint32_t kExt1Edx = Bit(11) | Bit(20) | Bit(27) | Bit(29);
 
 constexpr std::uint32_t kMaxBasic = 0xd, kMaxExtended = 0x80000008;
 
+// This thread has CPUID faulting (CpuidFaultingForThisThread).
+thread_local bool t_faulting = false;
+
 CpuidResult Host(std::uint32_t leaf, std::uint32_t subleaf) {
+  if (t_faulting) syscall(SYS_arch_prctl, ARCH_SET_CPUID, 1);
   CpuidResult r;
   __cpuid_count(leaf, subleaf, r.eax, r.ebx, r.ecx, r.edx);
+  if (t_faulting) syscall(SYS_arch_prctl, ARCH_SET_CPUID, 0);
   return r;
 }
 
 }  // namespace
+
+CpuidResult HostCpuid(std::uint32_t leaf, std::uint32_t subleaf) { return Host(leaf, subleaf); }
+
+CpuidFaultingForThisThread::CpuidFaultingForThisThread(bool enable) {
+  if (!enable || t_faulting) return;
+  on_ = syscall(SYS_arch_prctl, ARCH_SET_CPUID, 0) == 0;
+  t_faulting = on_;
+}
+
+CpuidFaultingForThisThread::~CpuidFaultingForThisThread() {
+  if (!on_) return;
+  syscall(SYS_arch_prctl, ARCH_SET_CPUID, 1);
+  t_faulting = false;
+}
 
 CpuidResult PortableCpuid(std::uint32_t leaf, std::uint32_t subleaf) {
   const CpuidResult max_basic = Host(0, 0);

@@ -14,7 +14,8 @@
 // "cpuid_fault" CPU flag; execve resets it) makes every cpuid of the tracee
 // raise SIGSEGV, which the engine answers from this table.
 //
-// Thread-safety: PortableCpuid() is pure (reads the host's cpuid).
+// Thread-safety: PortableCpuid() is pure (reads the host's cpuid);
+// CpuidFaultingForThisThread acts on its thread only.
 #pragma once
 
 #include <sys/user.h>
@@ -38,6 +39,29 @@ CpuidResult PortableCpuid(std::uint32_t leaf, std::uint32_t subleaf);
 // rip, then the bytes and registers restored). Unsupported when the CPU or
 // the kernel cannot fault CPUID.
 core::Status EnableCpuidFaulting(Tracee& tracee);
+
+// The CPU's own answer: cpuid run by the caller (with CPUID faulting lifted
+// for it when the thread has it: CpuidFaultingForThisThread).
+CpuidResult HostCpuid(std::uint32_t leaf, std::uint32_t subleaf);
+
+// While it lives, the calling thread has CPUID faulting too (nothing when
+// `enable` is false, the CPU cannot fault CPUID or the thread has it
+// already). A tracer does so while it drives a tracee that has it: on a
+// switch between two threads that differ, the kernel rewrites the CPU's
+// faulting setting (an MSR write, which a VM traps: ~9 us each here), and a
+// traced system call is four switches. PortableCpuid() and HostCpuid() lift
+// it for their own cpuid; any other cpuid the thread runs meanwhile raises
+// SIGSEGV (glibc and libstdc++ read CPUID only at start-up).
+class CpuidFaultingForThisThread {
+ public:
+  explicit CpuidFaultingForThisThread(bool enable);
+  ~CpuidFaultingForThisThread();
+  CpuidFaultingForThisThread(const CpuidFaultingForThisThread&) = delete;
+  CpuidFaultingForThisThread& operator=(const CpuidFaultingForThisThread&) = delete;
+
+ private:
+  bool on_ = false;
+};
 
 // Whether the tracee's instruction at `pc` is cpuid (0f a2).
 bool IsCpuidAt(const Tracee& tracee, std::uint64_t pc);

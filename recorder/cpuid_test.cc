@@ -4,8 +4,11 @@
 // baseline glibc's ld.so checks before it runs anything.
 #include "recorder/cpuid.h"
 
+#include <asm/prctl.h>
 #include <cpuid.h>
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 namespace backstep::record {
 namespace {
@@ -49,6 +52,30 @@ TEST(PortableCpuid, IsTheHostsVendorAndASubsetOfItsFeatures) {
   EXPECT_EQ(one.ecx & ~c, 0u);
   EXPECT_EQ(one.edx & ~d, 0u);
   EXPECT_EQ(one.eax, a);  // family, model, stepping
+}
+
+// The recorder's thread faults CPUID while it drives a tracee that does
+// (native_recorder.cc): its own answers still come from the CPU, and the
+// thread gets its cpuid back after.
+TEST(CpuidFaultingForThisThread, LiftsItForTheAnswersAndEnds) {
+  if (syscall(SYS_arch_prctl, ARCH_SET_CPUID, 1) != 0) GTEST_SKIP() << "no CPUID faulting here";
+  const CpuidResult portable = PortableCpuid(1, 0), host = HostCpuid(0x80000001, 0);
+  {
+    const CpuidFaultingForThisThread faulting(true);
+    EXPECT_EQ(syscall(SYS_arch_prctl, ARCH_GET_CPUID, 0), 0) << "this thread's cpuid faults";
+    // Without the lift these would die of SIGSEGV.
+    const CpuidResult p = PortableCpuid(1, 0), h = HostCpuid(0x80000001, 0);
+    EXPECT_EQ(syscall(SYS_arch_prctl, ARCH_GET_CPUID, 0), 0) << "still faulting after them";
+    EXPECT_EQ(p.eax, portable.eax);
+    EXPECT_EQ(p.ecx, portable.ecx);
+    EXPECT_EQ(p.edx, portable.edx);
+    EXPECT_EQ(h.ecx, host.ecx);
+    EXPECT_EQ(h.edx, host.edx);
+    const CpuidFaultingForThisThread nested(true);  // already on: nothing
+  }
+  EXPECT_EQ(syscall(SYS_arch_prctl, ARCH_GET_CPUID, 0), 1) << "cpuid runs again";
+  const CpuidFaultingForThisThread off(false);
+  EXPECT_EQ(syscall(SYS_arch_prctl, ARCH_GET_CPUID, 0), 1);
 }
 
 }  // namespace

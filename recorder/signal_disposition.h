@@ -35,4 +35,15 @@ bool StopsByDefault(int sig);
 // runs (-ERESTARTSYS, -ERESTARTNOINTR, -ERESTARTNOHAND, -ERESTART_RESTARTBLOCK).
 bool RestartsSyscall(std::uint64_t rax);
 
+// Whether system call `nr` of x86-64, when it succeeds, cannot make a signal
+// pending for its caller (read, write, mmap, clock_gettime...): it sends
+// none (no kill family), changes no mask (no rt_sigprocmask, rt_sigreturn)
+// and raises none itself (SIGPIPE and SIGXFSZ come with -EPIPE and -EFBIG;
+// ioctl's job control and madvise's MADV_HWPOISON are left out). A signal
+// pending when such a call returns came from elsewhere while it ran, but
+// for one race: a pipe write that wrote some bytes and then found the
+// reader gone returns their count with SIGPIPE pending. False for any call
+// not known.
+bool CannotRaiseSignal(std::uint64_t nr);
+
 }  // namespace backstep::record

@@ -7,8 +7,8 @@
 //
 // Inputs: both runs are pid 2 of a new PID namespace; the program gets
 // GLIBC_TUNABLES as the native engine gives it (ProgramEnvironment) in both;
-// CPUID is the portable table in both with CPUID faulting, else the CPU's
-// (both pinned to the CPU the native run used). The inputs that differ
+// CPUID is the portable table in both with CPUID faulting, else the CPU's;
+// both run pinned to the CPU the native run used. The inputs that differ
 // between two runs (AT_RANDOM's bytes, getrandom's, rdtsc's, the clock reads
 // and sysinfo) are the ptrace run's, given to the native run
 // (NativeOptions), as the emu engine's cross-check gives them to its run.
@@ -50,16 +50,16 @@ TEST_P(NativePtraceCrossCheck, MaterializedTraceEqualsPtraceTrace) {
       [&](RecordOptions& options, RecordingSink& sink) -> core::Expected<RecordResult> {
         options.reads = false;  // materialization records none
         options.portable_cpuid = cpuid == NativeLog::Cpuid::kPortable;
-        if (!options.portable_cpuid) {
-          cpu_set_t mine, one;
-          sched_getaffinity(0, sizeof mine, &mine);
-          int cpu = 0;
-          while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &mine)) ++cpu;
-          CPU_ZERO(&one);
-          CPU_SET(cpu, &one);
-          if (sched_setaffinity(0, sizeof one, &one) != 0)
-            return core::Status::IOError("cannot run on CPU " + std::to_string(cpu));
-        }
+        // On the CPU the native engine pins the program to, in either mode
+        // (sched_getaffinity's answer is the same).
+        cpu_set_t mine, one;
+        sched_getaffinity(0, sizeof mine, &mine);
+        int cpu = 0;
+        while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &mine)) ++cpu;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        if (sched_setaffinity(0, sizeof one, &one) != 0)
+          return core::Status::IOError("cannot run on CPU " + std::to_string(cpu));
         const ProgramEnvironment environment(cpuid);
         return Record(options, sink);
       },

@@ -8,6 +8,7 @@
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <x86intrin.h>
@@ -21,6 +22,7 @@
 #include "backstep/core/hex.h"
 #include "recorder/address_space.h"
 #include "recorder/cpuid.h"
+#include "recorder/native/one_cpu.h"
 #include "recorder/native/seccomp_trap.h"
 #include "recorder/native/snapshot.h"
 #include "recorder/native/unrecorded_child.h"
@@ -58,6 +60,7 @@ class NativeSession {
   core::Status Run();
   NativeLog& log() { return log_; }
   NativeResult& result() { return result_; }
+  int cpu() const { return cpu_; }  // the program's (after Start)
 
  private:
   core::Status OnSyscall();
@@ -94,6 +97,8 @@ class NativeSession {
   std::uint64_t last_snapshot_syscall_ = 0;
   NativeResult result_;
   AddressSpace entry_memory_;  // writable memory at the entry of an unknown system call
+  std::vector<Range> ranges_;  // the current call's output buffers (reused: no allocation)
+  std::vector<iovec> local_iov_, remote_iov_;
   // Signals that arrived while the program computed, with their siginfo:
   // the first is queued again when the next system call returns.
   std::vector<siginfo_t> held_;
@@ -108,28 +113,24 @@ class NativeSession {
   // The program's descendants still attached: waited for at the end. Only
   // they: the recorder's other children (a test's, a caller's) are not its.
   std::set<pid_t> children_;
+  int cpu_ = 0;
 };
 
 core::Status NativeSession::Start() {
   user_regs_struct regs{};
   if (core::Status s = tracee_.GetRegs(&regs); !s.ok()) return s;
+  // One CPU for the program (and the recorder: RecordNative). Without CPUID
+  // faulting the APIC ids in CPUID differ between CPUs: that CPU is logged.
+  // With it, a program on another CPU than the recorder would make the CPU
+  // switch to and from the idle thread, which has no CPUID faulting, at each
+  // stop (CpuidFaultingForThisThread: up to 9x the cost per system call).
+  cpu_ = FirstAllowedCpu();
+  if (core::Status s = PinToCpu(pid_, cpu_); !s.ok()) return s;
   if (log_.cpuid == NativeLog::Cpuid::kPortable) {
     if (core::Status s = EnableCpuidFaulting(tracee_); !s.ok()) return s;
   } else {
-    // The APIC ids in CPUID differ between CPUs: one CPU, logged.
-    cpu_set_t mine;
-    CPU_ZERO(&mine);
-    sched_getaffinity(0, sizeof mine, &mine);
-    int cpu = 0;
-    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &mine)) ++cpu;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    if (sched_setaffinity(pid_, sizeof one, &one) != 0)
-      return core::Status::IOError("cannot pin the program to CPU " + std::to_string(cpu) + ": " +
-                                   Errno());
     log_.cpuid = NativeLog::Cpuid::kHost;
-    log_.cpu = cpu;
+    log_.cpu = cpu_;
     log_.cpu_signature = CpuSignature();
   }
   result_.cpuid = log_.cpuid;
@@ -227,7 +228,8 @@ void NativeSession::CollectWrites(LoggedSyscall* call, bool full_diff) {
   const std::uint64_t nr = e.orig_rax, result = call->exit.rax;
   const std::uint64_t args[6] = {e.rdi, e.rsi, e.rdx, e.r10, e.r8, e.r9};
   const bool failed = result > ~std::uint64_t{4095};
-  std::vector<Range> ranges;
+  std::vector<Range>& ranges = ranges_;
+  ranges.clear();
   if (nr == kSysMmap && !failed && !(args[3] & MAP_ANONYMOUS)) {
     // A file mapping: materialization maps anonymous memory and writes this.
     std::vector<std::uint8_t> contents((args[1] + kPage - 1) / kPage * kPage);
@@ -244,13 +246,35 @@ void NativeSession::CollectWrites(LoggedSyscall* call, bool full_diff) {
   } else {
     KnownOutputs(nr, args, result, &ranges);
   }
+  if (ranges.empty()) return;
+  call->writes.reserve(ranges.size());
+  local_iov_.clear();
+  remote_iov_.clear();
+  std::size_t total = 0;
   for (const Range& r : ranges) {
     LoggedWrite& w = call->writes.emplace_back();
     w.address = r.start;
     w.bytes.resize(r.size);
-    w.bytes.resize(tracee_.ReadMemory(r.start, w.bytes));
-    if (w.bytes.empty()) call->writes.pop_back();
+    local_iov_.push_back({w.bytes.data(), w.bytes.size()});
+    remote_iov_.push_back({reinterpret_cast<void*>(r.start), r.size});
+    total += r.size;
   }
+  // All of them in one process_vm_readv (up to IOV_MAX buffers at a time);
+  // when one is not all readable, each is read as far as it goes (from
+  // /proc/PID/mem, as the rest of the recorder reads), the same bytes.
+  constexpr std::size_t kIovMax = 1024;
+  std::size_t done = 0;
+  for (std::size_t i = 0; i < local_iov_.size(); i += kIovMax) {
+    const std::size_t n = std::min(kIovMax, local_iov_.size() - i);
+    std::size_t want = 0;
+    for (std::size_t k = i; k < i + n; ++k) want += local_iov_[k].iov_len;
+    const ssize_t got = process_vm_readv(pid_, &local_iov_[i], n, &remote_iov_[i], n, 0);
+    if (got != static_cast<ssize_t>(want)) break;
+    done += want;
+  }
+  if (done == total) return;
+  for (LoggedWrite& w : call->writes) w.bytes.resize(tracee_.ReadMemory(w.address, w.bytes));
+  std::erase_if(call->writes, [](const LoggedWrite& w) { return w.bytes.empty(); });
 }
 
 core::Status NativeSession::OnSyscall() {
@@ -291,10 +315,10 @@ core::Status NativeSession::OnSyscall() {
     held_.erase(held_.begin());
     syscall(SYS_tgkill, pid_, pid_, requeued_->si_signo);
   }
-  std::vector<Range> probe;
   const std::uint64_t args[6] = {e.rdi, e.rsi, e.rdx, e.r10, e.r8, e.r9};
+  ranges_.clear();
   const bool full_diff =
-      shares_memory || (!ChangesMappings(nr) && !KnownOutputs(nr, args, 0, &probe));
+      shares_memory || (!ChangesMappings(nr) && !KnownOutputs(nr, args, 0, &ranges_));
   if (full_diff) {
     if (core::Status s = entry_memory_.Init(tracee_); !s.ok()) return s;
   }
@@ -333,13 +357,20 @@ core::Status NativeSession::OnSyscall() {
     call.entry = interrupted_->entry;
   }
   interrupted_.reset();
-  pending_at_exit_ = SignalPending();
+  // Whether a signal is pending as the call returns. The kernel's result
+  // says so for one that interrupted the call (-ERESTART*); a call may
+  // raise one (kill, tgkill, a mask change, SIGPIPE with -EPIPE...) and the
+  // recorder queued one at its entry (requeued_). Otherwise the call could
+  // not have raised one: one that arrived from elsewhere while it ran is
+  // not looked for (two PTRACE_PEEKSIGINFO saved per call); its delivery
+  // stop comes next and it is held, as one arriving just after the return.
+  const bool succeeded = call.exit.rax <= ~std::uint64_t{4095};
+  pending_at_exit_ = (!succeeded || !CannotRaiseSignal(nr) || requeued_) && SignalPending();
   exit_rip_ = call.exit.rip;
   // Interrupted by a signal (it is pending): the kernel runs the call again
   // unless a handler runs; logged only with that signal.
   if (RestartsSyscall(call.exit.rax) && !pending_at_exit_) return core::Status::Ok();
   CollectWrites(&call, full_diff);
-  const bool succeeded = call.exit.rax <= ~std::uint64_t{4095};
   if (succeeded && new_action_) signals_.actions[new_action_->first] = new_action_->second;
   if (succeeded && !new_altstack_.empty()) signals_.altstack = new_altstack_;
   log_.syscalls.push_back(std::move(call));
@@ -363,11 +394,11 @@ void NativeSession::ReadSignalSetup(const user_regs_struct& e) {
 
 core::Status NativeSession::MaybeSnapshot() {
   const std::uint64_t count = log_.syscalls.size();
-  const auto now = std::chrono::steady_clock::now();
   const bool by_count =
       options_.snapshot_syscalls && count - last_snapshot_syscall_ >= options_.snapshot_syscalls;
-  const bool by_time = options_.snapshot_ms &&
-                       now - last_snapshot_ >= std::chrono::milliseconds(options_.snapshot_ms);
+  const bool by_time = options_.snapshot_ms && !by_count &&
+                       std::chrono::steady_clock::now() - last_snapshot_ >=
+                           std::chrono::milliseconds(options_.snapshot_ms);
   if (!by_count && !by_time) return core::Status::Ok();
   core::Expected<Snapshot> snapshot = TakeSnapshot(tracee_, signals_);
   if (!snapshot.ok()) return snapshot.status();
@@ -520,6 +551,12 @@ core::Expected<NativeResult> RecordNative(const NativeOptions& options,
   if (!tracee.ok()) return tracee.status();
   NativeSession session(options, std::move(*tracee), cpuid, log_path);
   if (core::Status s = session.Start(); !s.ok()) return s;
+  // The recorder's thread runs on the program's CPU (a stop and a resume
+  // are then a switch between the two, rr pins so too) and faults CPUID as
+  // well (cpuid.h: CpuidFaultingForThisThread): those switches then leave
+  // the CPU's faulting setting alone.
+  const ThreadOnCpu pinned(session.cpu());
+  const CpuidFaultingForThisThread faulting(cpuid == NativeLog::Cpuid::kPortable);
   if (core::Status s = session.Run(); !s.ok()) return s;
   if (core::Status s = WriteNativeLog(session.log(), log_path); !s.ok()) return s;
   return session.result();

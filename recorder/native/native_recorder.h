@@ -16,8 +16,12 @@
 //
 // CPUID: with CPUID faulting (the cpuid_fault CPU flag) every cpuid faults
 // and PortableCpuid() answers, as the emu engine answers: exact anywhere.
-// Without it (many VMs) cpuid runs on the CPU: the program is pinned to one
-// CPU (the APIC ids differ between CPUs), the CPU's signature is logged, and
+// The recorder's thread then faults CPUID too while the program runs
+// (CpuidFaultingForThisThread): else the kernel rewrites the CPU's setting
+// (an MSR) at every switch between them, four per system call, which costs
+// ~9 us each in a VM.
+// Without it (many VMs) cpuid runs on the CPU: the CPU the program is
+// pinned to (below; the APIC ids differ between CPUs), its signature are logged, and
 // materialization answers cpuid with that CPU's values, so it must run on a
 // machine with the same CPU (checked). The emulator cannot run AVX, XSAVE
 // or XSAVEC, which glibc and ld.so would then pick: the program runs with
@@ -36,12 +40,16 @@
 // delivery turns into -EINTR or a restart of the call) is delivered then,
 // before any instruction, and logged with that call
 // (LoggedSyscall::signal_after); a restarted call is logged again when it
-// runs again. Any other signal is held and queued again (its siginfo
-// restored) at the entry of the next system call: delivered as that call
-// returns, or at once if the call would wait (it then returns -ERESTART*),
-// and logged the same way; a program that makes no more system calls never
-// gets it. A signal the program discards (ignored, or SIGCHLD-like by
-// default) is dropped and not logged; a call it interrupted runs again.
+// runs again. The exit stop looks for a pending signal (two
+// PTRACE_PEEKSIGINFO) only after a call that failed, that could raise one
+// (not CannotRaiseSignal(), signal_disposition.h), or at whose entry a
+// held one was queued again: one that arrives from elsewhere while read,
+// write... run is held as if it arrived just after the call returned (as
+// is SIGPIPE after a pipe write that wrote part). Any other signal is held and queued again (its
+// siginfo restored) at the entry of the next system call: delivered as that call returns, or at
+// once if the call would wait (it then returns -ERESTART*), and logged the same way; a program that
+// makes no more system calls never gets it. A signal the program discards (ignored, or SIGCHLD-like
+// by default) is dropped and not logged; a call it interrupted runs again.
 //
 // fork, vfork, clone of a process: the parent is recorded (the log holds
 // the call's result; a vfork's or CLONE_VM child's writes to the parent's
@@ -52,6 +60,11 @@
 // (rdtsc's, CPUID faulting's) are answered with the CPU's values, not
 // logged. The recorder returns when the program and every child have
 // ended.
+//
+// The program and, for the record phase, the recorder's thread run on one
+// CPU (the first the recorder may use; rr pins so too): each stop and
+// resume is a switch between the two, never to the idle thread, which
+// would rewrite the CPUID faulting setting; its children inherit that CPU.
 //
 // Snapshots (NativeOptions::snapshot_*): at a system call's exit stop
 // (never one that a signal follows, that restarts, or rseq), the process is

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "backstep/core/hex.h"
+#include "recorder/cpuid.h"
 #include "recorder/emu/emu_recorder.h"
 #include "recorder/native/materialize.h"
 #include "recorder/native/native_test_util.h"
@@ -287,6 +288,27 @@ TEST(NativeRecord, ForksRecordTheParent) {
   EXPECT_EQ(m->exit_code, 0);
   EXPECT_EQ(m->syscalls, log->syscalls.size());
   for (const std::string& p : {log_path, out_path, trace}) std::remove(p.c_str());
+}
+
+// A fork child's cpuid (it inherits CPUID faulting when the machine has it)
+// is answered with the CPU's values by the recorder, whose own thread has
+// CPUID faulting while it records (cpuid.h: CpuidFaultingForThisThread): a
+// raw cpuid there would kill the recorder with SIGSEGV.
+TEST(NativeRecord, ForkChildsCpuidIsAnswered) {
+  const std::string log_path = ::testing::TempDir() + "/fork_cpuid.nlog";
+  const std::string out_path = ::testing::TempDir() + "/fork_cpuid.out";
+  core::Expected<NativeResult> r =
+      RecordPrintingTo(Program("fork_cpuid_O2_static"), log_path, out_path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->end, NativeLog::End::kExited);
+  std::ifstream in(out_path);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_NE(line.find(" child 7"), std::string::npos) << line;
+  if (r->cpuid == NativeLog::Cpuid::kPortable) {
+    EXPECT_EQ(line, "max leaf " + std::to_string(PortableCpuid(0, 0).eax) + " child 7");
+  }
+  for (const std::string& p : {log_path, out_path}) std::remove(p.c_str());
 }
 
 // Signals the program raises or that interrupt a system call are delivered

@@ -1,6 +1,5 @@
 #include "recorder/native/unrecorded_child.h"
 
-#include <cpuid.h>
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/user.h>
@@ -9,6 +8,8 @@
 
 #include <cerrno>
 #include <cstdint>
+
+#include "recorder/cpuid.h"
 
 namespace backstep::record {
 
@@ -41,9 +42,9 @@ pid_t ServeUnrecordedChild(pid_t child, int status) {
       if (rdtscp) regs.rcx = aux;
       regs.rip += rdtsc ? 2 : 3;
     } else if (cpuid) {
-      unsigned a = 0, b = 0, c = 0, d = 0;
-      __cpuid_count(static_cast<unsigned>(regs.rax), static_cast<unsigned>(regs.rcx), a, b, c, d);
-      regs.rax = a, regs.rbx = b, regs.rcx = c, regs.rdx = d;
+      const CpuidResult r =
+          HostCpuid(static_cast<std::uint32_t>(regs.rax), static_cast<std::uint32_t>(regs.rcx));
+      regs.rax = r.eax, regs.rbx = r.ebx, regs.rcx = r.ecx, regs.rdx = r.edx;
       regs.rip += 2;
     }
     if (rdtsc || rdtscp || cpuid) {
