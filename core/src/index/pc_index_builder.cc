@@ -27,10 +27,10 @@ void PcIndexBuilder::Add(std::uint64_t pc, std::uint64_t event) {
     p.skips.push_back({event, p.data.size()});
     memory_bytes_ += sizeof(SkipRecord);
   } else {
-    std::uint8_t buf[10];
+    std::uint8_t* const buf = p.data.Reserve(10);  // in place (AppendBuffer::Reserve)
     std::uint8_t* out = buf;
     PutVarint(event - p.last, out);
-    p.data.AppendShort(buf, out - buf);
+    p.data.Commit(out - buf);
     memory_bytes_ += out - buf;
   }
   p.last = event;
