@@ -49,9 +49,6 @@ class AppendBuffer {
     std::memcpy(Room(n), bytes, n);
     size_ += n;
   }
-  // Appends the first n bytes of `bytes` (n <= kMax). Up to 16 bytes, the
-  // copy has a constant size (the array is readable that far), so the
-  // compiler inlines it.
   // In-place appends: Reserve(n) returns room for at least n bytes after
   // size(); Commit(k) (k <= n, no other call in between) appends the k bytes
   // written there. Encoders write straight into the buffer: a head encoded
@@ -59,6 +56,9 @@ class AppendBuffer {
   // (no store-to-load forwarding from narrower stores), once per entry.
   std::uint8_t* Reserve(std::size_t n) { return Room(n); }
   void Commit(std::size_t k) { size_ += k; }
+  // Appends the first n bytes of `bytes` (n <= kMax). Up to 16 bytes, the
+  // copy has a constant size (the array is readable that far), so the
+  // compiler inlines it.
   template <std::size_t kMax>
   void AppendShort(const std::uint8_t (&bytes)[kMax], std::size_t n) {
     constexpr std::size_t kChunk = kMax < 16 ? kMax : 16;
