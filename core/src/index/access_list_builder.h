@@ -47,10 +47,15 @@ class AccessListBuilder {
   // `event_ref` (not with ref_offset): the entry references the event's
   // write instead of holding the data (kEntryEvent); the builder still keeps
   // the data in memory until Flush(), for the page's snapshots.
+  // Inline: an optional passed to an out-of-line call goes on the stack in
+  // two stores and is reloaded whole, which stalls (no store forwarding).
   void Add(std::uint64_t event, std::uint64_t page, std::uint32_t offset,
            std::span<const std::uint8_t> data, std::optional<std::uint64_t> ref_offset,
            std::uint64_t piece_offset, std::uint64_t access_length,
-           const EventDataRef* event_ref = nullptr);
+           const EventDataRef* event_ref = nullptr) {
+    AddEntry(event, page, offset, data, ref_offset ? *ref_offset : kNoRefOffset, piece_offset,
+             access_length, event_ref);
+  }
   // All memory becomes unknown before the writes of `event`.
   void ClearMemory(std::uint64_t event);
   // The next entries belong to a segment starting at `first_event`.
@@ -82,17 +87,24 @@ class AccessListBuilder {
     std::uint64_t epoch;
     bool complete;  // every write since the last clear, not only this segment's
   };
+  // What every Add() reads comes first (data, blocks, last_*, state): fewer
+  // cache lines per entry.
   struct Page {
     AppendBuffer data;
     std::vector<BlockRecord> blocks;  // data_offset relative to `data`
     std::uint64_t last_event = 0;
     std::uint64_t last_ref = 0;             // last referenced trace offset of the current block
+    std::unique_ptr<PageState> state;       // hot pages only
     std::vector<SnapshotRecord> snapshots;  // data_offset relative to `snapshot_data`
     std::vector<std::uint8_t> snapshot_data;
     std::vector<std::uint8_t> event_data;  // event-referenced pieces' bytes, in order
-    std::unique_ptr<PageState> state;      // hot pages only
   };
 
+  // Add() with ref = kNoRefOffset for "not referenced".
+  static constexpr std::uint64_t kNoRefOffset = ~std::uint64_t(0);
+  void AddEntry(std::uint64_t event, std::uint64_t page, std::uint32_t offset,
+                std::span<const std::uint8_t> data, std::uint64_t ref, std::uint64_t piece_offset,
+                std::uint64_t access_length, const EventDataRef* event_ref);
   void OpenBlock(Page& page, std::uint64_t event);
   void TakeSnapshot(Page& page);
   void Rebuild(Page& page, PageState& state) const;

@@ -49,6 +49,13 @@ class AppendBuffer {
     std::memcpy(Room(n), bytes, n);
     size_ += n;
   }
+  // In-place appends: Reserve(n) returns room for at least n bytes after
+  // size(); Commit(k) (k <= n, no other call in between) appends the k bytes
+  // written there. Encoders write straight into the buffer: a head encoded
+  // byte by byte on the stack and copied wider would stall the copy's load
+  // (no store-to-load forwarding from narrower stores), once per entry.
+  std::uint8_t* Reserve(std::size_t n) { return Room(n); }
+  void Commit(std::size_t k) { size_ += k; }
   // Appends the first n bytes of `bytes` (n <= kMax). Up to 16 bytes, the
   // copy has a constant size (the array is readable that far), so the
   // compiler inlines it.

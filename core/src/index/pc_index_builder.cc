@@ -5,15 +5,28 @@
 namespace backstep::core {
 
 void PcIndexBuilder::Add(std::uint64_t pc, std::uint64_t event) {
-  // A direct-mapped cache in front of the hash map: a program's hot loop
-  // has few pcs, and this is once per event.
-  Slot& slot = cache_[(pc * 0x9E3779B97F4A7C15ull) >> (64 - kCacheBits)];
-  if (!slot.postings || slot.pc != pc) {
-    auto [it, inserted] = pcs_.try_emplace(pc);
-    if (inserted) memory_bytes_ += 96;
-    slot = {pc, &it->second};
+  // The previous pc's successor last time, else a direct-mapped cache in
+  // front of the hash map: a program's hot loop has few pcs, and this is
+  // once per event.
+  Postings* found =
+      previous_ && previous_->next && previous_->next_pc == pc ? previous_->next : nullptr;
+  if (!found) {
+    Slot& slot = cache_[(pc * 0x9E3779B97F4A7C15ull) >> (64 - kCacheBits)];
+    if (!slot.postings || slot.pc != pc) {
+      auto [it, inserted] = pcs_.try_emplace(pc);
+      if (inserted) memory_bytes_ += 96;
+      slot = {pc, &it->second};
+    }
+    found = slot.postings;
+    if (previous_) previous_->next = found, previous_->next_pc = pc;
   }
-  Postings& p = *slot.postings;
+  Postings& p = *found;
+  // The next event's pc is most likely this one's successor last time: its
+  // state is loaded while the next event decodes.
+  if (p.next) {
+    __builtin_prefetch(p.next);
+    __builtin_prefetch(reinterpret_cast<const char*>(p.next) + 64);
+  }
   Postings* before = previous_ && previous_event_ + 1 == event ? previous_ : nullptr;
   if (before == &p) before = nullptr;  // a pc repeated in place leads itself
   if (p.count == 0) {
@@ -27,10 +40,10 @@ void PcIndexBuilder::Add(std::uint64_t pc, std::uint64_t event) {
     p.skips.push_back({event, p.data.size()});
     memory_bytes_ += sizeof(SkipRecord);
   } else {
-    std::uint8_t buf[10];
+    std::uint8_t* const buf = p.data.Reserve(10);  // in place (AppendBuffer::Reserve)
     std::uint8_t* out = buf;
     PutVarint(event - p.last, out);
-    p.data.AppendShort(buf, out - buf);
+    p.data.Commit(out - buf);
     memory_bytes_ += out - buf;
   }
   p.last = event;

@@ -42,6 +42,10 @@ class PcIndexBuilder {
     // The pc of the event before every posting so far (null when some
     // posting had none, or a different one).
     Postings* follows = nullptr;
+    // The pc that came right after this one last time, and its postings: a
+    // lookup cache (a basic block's pcs come in the same order every time).
+    Postings* next = nullptr;
+    std::uint64_t next_pc = 0;
     // Set by Flush(): the record's index, and the leader this pc's postings
     // are a shift of (itself, shift 0, when it is no follower).
     std::uint64_t index = 0;
