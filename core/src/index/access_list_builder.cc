@@ -103,6 +103,8 @@ void AccessListBuilder::OpenBlock(Page& page, std::uint64_t event) {
   page.blocks.push_back({event, 0, page.data.size(), 0, 0});
   page.last_event = event;
   page.last_ref = 0;
+  std::memset(page.bases, 0, sizeof(page.bases));
+  page.recent.fill(~std::uint64_t(0));  // key kNoRepeat: no entry
   memory_bytes_ += sizeof(BlockRecord);
 }
 
@@ -118,7 +120,7 @@ void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std:
     if (!slot.page || slot.number != page_number) {
       auto [it, inserted] = pages_.try_emplace(page_number);
       if (inserted) {
-        memory_bytes_ += 96;
+        memory_bytes_ += 96 + sizeof(Page::recent);
         if (auto carried = carried_.find(page_number); carried != carried_.end()) {
           it->second.state = std::move(carried->second);
           carried_.erase(carried);
@@ -147,13 +149,56 @@ void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std:
   } else if (!split && length <= kMaxInlineCode) {
     code = length;
   }
-  std::uint8_t head[kMaxEntryBytes];
+  // XOR form (index_format.h): short data of 2, 4 or 8 bytes as the XOR
+  // with the block's previous short data of its length, when that has
+  // fewer significant bytes than the data.
+  const std::uint32_t index = block.entry_count;
+  bool xor_form = false;
+  std::uint64_t x = 0;
+  std::uint32_t stored = 0;
+  if (const int slot = code >= 1 && code <= kMaxInlineCode && !without_data_ ? XorSlot(length) : -1;
+      slot >= 0) {
+    std::uint64_t value = 0;
+    std::memcpy(&value, data.data(), length);
+    x = value ^ page.bases[slot];
+    stored = x == 0 ? 0 : (64 - static_cast<std::uint32_t>(__builtin_clzll(x)) + 7) / 8;
+    if (index < kXorEntries && stored < length) {
+      xor_form = true;
+      code = XorCode(length, stored);
+    }
+    page.bases[slot] = value;
+  }
+  // Repeat form: the nearest of the last kRepeatWindow entries of the block
+  // with the same event delta, xor flag and head.
+  const std::uint64_t delta = event - page.last_event;
+  const std::uint32_t head17 = offset | code << 12 | (xor_form ? 1u << 16 : 0);
+  const std::uint32_t key = (code != 0 || xor_form) && delta < kRepeatMaxDelta
+                                ? static_cast<std::uint32_t>(delta << 17) | head17
+                                : kNoRepeat;
+  std::uint32_t back = 0;
+  if (key != kNoRepeat) {
+    // The latest entry with this key, unless another key took its slot.
+    std::uint64_t& recent = page.recent[(key * 0x9E3779B97F4A7C15ull) >> (64 - kRecentBits)];
+    if (recent >> 32 == key && index - static_cast<std::uint32_t>(recent) <= kRepeatWindow) {
+      back = index - static_cast<std::uint32_t>(recent);
+    }
+    recent = std::uint64_t(key) << 32 | index;
+  }
+  std::uint8_t head[kMaxEntryBytes + 8];
   std::uint8_t* p = head;
-  PutVarint(event - page.last_event, p);
-  const auto h = static_cast<std::uint16_t>(offset | code << 12);
-  std::memcpy(p, &h, 2);
-  p += 2;
-  if (code == 0) {
+  if (back != 0) {
+    PutVarint(std::uint64_t(back - 1) << 1 | 1, p);
+  } else {
+    PutVarint(delta << 2 | (xor_form ? 2 : 0), p);
+    const auto h = static_cast<std::uint16_t>(offset | code << 12);
+    std::memcpy(p, &h, 2);
+    p += 2;
+  }
+  if (xor_form) {
+    std::memcpy(p, &x, stored);  // the low bytes (little-endian)
+    p += stored;
+  }
+  if (code == 0 && !xor_form) {
     PutVarint(std::uint64_t(length) << 3 | (ref_offset ? kEntryRef : 0) |
                   (split ? kEntrySplit : 0) | (event_ref ? kEntryEvent : 0),
               p);
@@ -179,7 +224,9 @@ void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std:
   }
   const std::size_t before = page.data.size();
   page.data.AppendShort(head, p - head);
-  if (!ref_offset && !event_ref && !without_data_) page.data.Append(data.data(), data.size());
+  if (!ref_offset && !event_ref && !without_data_ && !xor_form) {
+    page.data.Append(data.data(), data.size());
+  }
   memory_bytes_ += page.data.size() - before;
   block.data_size += static_cast<std::uint32_t>(page.data.size() - before);
   block.line_mask |= LineMask(offset, length);

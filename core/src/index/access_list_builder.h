@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "index/append_buffer.h"
+#include "index/entry_decoder.h"
 #include "index/index_format.h"
 #include "index/index_sink.h"
 
@@ -82,16 +83,28 @@ class AccessListBuilder {
     std::uint64_t epoch;
     bool complete;  // every write since the last clear, not only this segment's
   };
+  static constexpr int kRecentBits = 6;
   struct Page {
     AppendBuffer data;
     std::vector<BlockRecord> blocks;  // data_offset relative to `data`
     std::uint64_t last_event = 0;
-    std::uint64_t last_ref = 0;             // last referenced trace offset of the current block
+    std::uint64_t last_ref = 0;  // last referenced trace offset of the current block
+    // The current block's XOR bases (short data of 8, 4, 2 bytes), and its
+    // entries' repeat keys (below) in a direct-mapped table: key << 32 |
+    // entry index, by hash of the key.
+    std::uint64_t bases[3] = {};
+    std::array<std::uint64_t, 1 << kRecentBits> recent;
     std::vector<SnapshotRecord> snapshots;  // data_offset relative to `snapshot_data`
     std::vector<std::uint8_t> snapshot_data;
     std::vector<std::uint8_t> event_data;  // event-referenced pieces' bytes, in order
     std::unique_ptr<PageState> state;      // hot pages only
   };
+
+  // Repeat keys: event delta << 17 | xor << 16 | head, for deltas below
+  // kRepeatMaxDelta (so that no key is kNoRepeat). An entry repeats the
+  // latest one of the block with its key when the table still has it.
+  static constexpr std::uint64_t kRepeatMaxDelta = std::uint64_t(1) << 14;
+  static constexpr std::uint32_t kNoRepeat = ~std::uint32_t(0);
 
   void OpenBlock(Page& page, std::uint64_t event);
   void TakeSnapshot(Page& page);
