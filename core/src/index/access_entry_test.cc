@@ -135,6 +135,26 @@ TEST(AccessEntryTest, PeriodicEntriesAreRepeatForms) {
   EXPECT_LE(bytes, 640u + 10 * 6 * 3) << "v5 took " << 640 * 3;
 }
 
+// An array filled with one byte value at a stride (a sieve): after the
+// block's first two entries, each is one byte (a stride form with the
+// previous data). Version 5: 4 bytes each.
+TEST(AccessEntryTest, StridedFillsAreStrideForms) {
+  AccessListBuilder list(64, 128, false, {});
+  std::vector<Input> in;
+  for (std::uint64_t i = 0; i < 512; ++i) {
+    in.push_back({5 * i, static_cast<std::uint32_t>(7 * i % kPageSize), {1}});
+  }
+  for (int i = 0; i < 64; ++i) {  // a stride with changing data and a gap
+    in.push_back({3000 + 4 * static_cast<std::uint64_t>(i), static_cast<std::uint32_t>(8 * i),
+                  Le(0x1000 + 3 * static_cast<std::uint64_t>(i), 4)});
+  }
+  for (const Input& x : in) {
+    list.Add(x.event, 9, x.offset, x.data, std::nullopt, 0, x.data.size());
+  }
+  const std::uint64_t bytes = ExpectRoundTrip(list, in, false);
+  EXPECT_LE(bytes, 512u + 8 * 2 * 4 + 64 * 3 + 8) << "v5 took " << 512 * 4 + 64 * 7;
+}
+
 // Hand-made entries the builder never writes: a repeat of an entry before
 // the block, an XOR form past kXorEntries, a repeat further than the window
 // and XOR data cut by the block's end decode as empty, as does all after.
@@ -171,16 +191,35 @@ TEST(AccessEntryTest, CraftedFormsOutsideTheirRangeAreEmpty) {
   L want(64, 1);
   want.push_back(0);
   EXPECT_EQ(decode(bytes, 65), want);
-  // Entry 64 repeats entry 0: 64 back is in the window, 65 is not.
+  // Entry 64 repeats entry 16: 48 back is in the window (v = 47 << 1 | 1).
   bytes = long_block;
-  bytes.push_back(std::uint8_t((64 - 1) << 1 | 1));
-  bytes.push_back(0x05);
+  bytes.insert(bytes.end(), {std::uint8_t((kRepeatWindow - 1) << 1 | 1), 0x05});
   want.back() = 1;
   EXPECT_EQ(decode(bytes, 65), want);
+  // v >> 1 past the stride forms: invalid.
   bytes = long_block;
-  bytes.insert(bytes.end(), {0x81, 0x01, 0x05});  // varint 129 = 64 << 1 | 1
+  bytes.insert(bytes.end(), {std::uint8_t((kStrideForm + 2) << 1 | 1), 0x05});
   want.back() = 0;
   EXPECT_EQ(decode(bytes, 65), want);
+  // Stride forms: entries at 0x10 and 0x14 (1 byte, event delta 2), then
+  // one at 0x18 with its byte, then one at 0x1c with the same byte. A
+  // stride form as the block's second entry is invalid.
+  {
+    const std::uint8_t stride = kStrideForm << 1 | 1, same = (kStrideForm + 1) << 1 | 1;
+    const std::vector<std::uint8_t> fill = {0x08, 0x10, 0x10,   0xaa, 0x08, 0x14,
+                                            0x10, 0xbb, stride, 0xcc, same};
+    EntryDecoder d(fill.data(), fill.data() + fill.size(), 100);
+    std::vector<std::pair<std::uint32_t, std::uint8_t>> got;
+    for (int i = 0; i < 4; ++i) {
+      const AccessEntry e = d.Next();
+      ASSERT_EQ(e.length, 1u) << i;
+      EXPECT_EQ(e.event, 102u + 2 * i);
+      got.emplace_back(e.offset, e.data[0]);
+    }
+    using G = std::vector<std::pair<std::uint32_t, std::uint8_t>>;
+    EXPECT_EQ(got, (G{{0x10, 0xaa}, {0x14, 0xbb}, {0x18, 0xcc}, {0x1c, 0xcc}}));
+    EXPECT_EQ(decode({0x08, 0x10, 0x10, 0xaa, stride, 0xbb}, 2), (L{1, 0}));
+  }
 }
 
 // A copied-data trace (as usercorn's) of a loop on a stack page: pointers,

@@ -149,30 +149,39 @@ void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std:
   } else if (!split && length <= kMaxInlineCode) {
     code = length;
   }
-  // XOR form (index_format.h): short data of 2, 4 or 8 bytes as the XOR
-  // with the block's previous short data of its length, when that has
-  // fewer significant bytes than the data.
   const std::uint32_t index = block.entry_count;
+  const std::uint64_t delta = event - page.last_event;
+  // Stride form (index_format.h): the previous entry's delta and code, the
+  // offset advanced by the previous stride; with the previous data too, no
+  // data at all (an array filled with one value).
+  const bool stride = index >= 2 && delta == page.last_delta &&
+                      offset == ((2 * (page.last_head & 0xfff) - page.before_offset) & 0xfff);
+  const bool inline_short = code >= 1 && code <= kMaxInlineCode && !without_data_;
+  const bool same_data = stride && inline_short && page.last_length == length &&
+                         std::memcmp(page.last_data, data.data(), length) == 0;
+  // XOR form: short data of 2, 4 or 8 bytes as the XOR with the block's
+  // previous short data of its length, when that has fewer significant
+  // bytes than the data.
   bool xor_form = false;
   std::uint64_t x = 0;
   std::uint32_t stored = 0;
-  if (const int slot = code >= 1 && code <= kMaxInlineCode && !without_data_ ? XorSlot(length) : -1;
-      slot >= 0) {
+  if (const int slot = inline_short ? XorSlot(length) : -1; slot >= 0) {
     std::uint64_t value = 0;
     std::memcpy(&value, data.data(), length);
     x = value ^ page.bases[slot];
     stored = x == 0 ? 0 : (64 - static_cast<std::uint32_t>(__builtin_clzll(x)) + 7) / 8;
-    if (index < kXorEntries && stored < length) {
+    if (!same_data && index < kXorEntries && stored < length) {
       xor_form = true;
       code = XorCode(length, stored);
     }
-    page.bases[slot] = value;
+    page.bases[slot] = value;  // unchanged by a same-data entry
   }
-  // Repeat form: the nearest of the last kRepeatWindow entries of the block
+  std::uint32_t head17 = offset | code << 12 | (xor_form ? 1u << 16 : 0);
+  if (same_data) head17 = (page.last_head & ~0xfffu) | offset, xor_form = false;
+  // Repeat form: the latest of the last kRepeatWindow entries of the block
   // with the same event delta, xor flag and head.
-  const std::uint64_t delta = event - page.last_event;
-  const std::uint32_t head17 = offset | code << 12 | (xor_form ? 1u << 16 : 0);
-  const std::uint32_t key = (code != 0 || xor_form) && delta < kRepeatMaxDelta
+  const bool short_form = code != 0 || (head17 >> 16) != 0;
+  const std::uint32_t key = short_form && delta < kRepeatMaxDelta
                                 ? static_cast<std::uint32_t>(delta << 17) | head17
                                 : kNoRepeat;
   std::uint32_t back = 0;
@@ -186,13 +195,25 @@ void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std:
   }
   std::uint8_t head[kMaxEntryBytes + 8];
   std::uint8_t* p = head;
-  if (back != 0) {
+  if (same_data) {
+    PutVarint(std::uint64_t(kStrideForm + 1) << 1 | 1, p);
+  } else if (back != 0) {
     PutVarint(std::uint64_t(back - 1) << 1 | 1, p);
+  } else if (stride && short_form && (head17 & ~0xfffu) == (page.last_head & ~0xfffu)) {
+    PutVarint(std::uint64_t(kStrideForm) << 1 | 1, p);
   } else {
     PutVarint(delta << 2 | (xor_form ? 2 : 0), p);
     const auto h = static_cast<std::uint16_t>(offset | code << 12);
     std::memcpy(p, &h, 2);
     p += 2;
+  }
+  page.before_offset = page.last_head & 0xfff;
+  page.last_head = head17;
+  page.last_delta = delta;
+  page.last_length = 0;
+  if (inline_short) {
+    page.last_length = length;
+    std::memcpy(page.last_data, data.data(), length);
   }
   if (xor_form) {
     std::memcpy(p, &x, stored);  // the low bytes (little-endian)
@@ -224,7 +245,7 @@ void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std:
   }
   const std::size_t before = page.data.size();
   page.data.AppendShort(head, p - head);
-  if (!ref_offset && !event_ref && !without_data_ && !xor_form) {
+  if (!ref_offset && !event_ref && !without_data_ && !xor_form && !same_data) {
     page.data.Append(data.data(), data.size());
   }
   memory_bytes_ += page.data.size() - before;

@@ -93,6 +93,12 @@ class AccessListBuilder {
     // entries' repeat keys (below) in a direct-mapped table: key << 32 |
     // entry index, by hash of the key.
     std::uint64_t bases[3] = {};
+    // The previous entry's event delta and head (xor << 16 | u16 head), the
+    // offset of the one before, and its inline data (for stride forms).
+    std::uint64_t last_delta = 0;
+    std::uint32_t last_head = 0, before_offset = 0;
+    std::uint32_t last_length = 0;  // 0: no inline data
+    std::uint8_t last_data[kMaxInlineCode];
     std::array<std::uint64_t, 1 << kRecentBits> recent;
     std::vector<SnapshotRecord> snapshots;  // data_offset relative to `snapshot_data`
     std::vector<std::uint8_t> snapshot_data;

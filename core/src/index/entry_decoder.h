@@ -72,20 +72,34 @@ class EntryDecoder {
     const std::uint64_t v = GetVarint(in_, end_);
     std::uint64_t delta;
     std::uint32_t head;  // u16 head | xor << 16
+    const std::uint8_t* last_data = last_data_;
+    const bool last_decoded = last_decoded_;
+    last_data_ = nullptr;
+    bool same_data = false;
     if (v & 1) {
-      const std::uint64_t back = (v >> 1) + 1;
-      if (back > i || back > kRepeatWindow) return false;
-      const std::uint32_t from = (i - static_cast<std::uint32_t>(back)) % kRepeatWindow;
-      delta = deltas_[from];
-      head = heads_[from];
+      const std::uint64_t r = v >> 1;
+      if (r < kRepeatWindow) {
+        const std::uint64_t back = r + 1;
+        if (back > i) return false;
+        const std::uint32_t from = (i - static_cast<std::uint32_t>(back)) % kRepeatRing;
+        delta = deltas_[from];
+        head = heads_[from];
+      } else {
+        if (r > kStrideForm + 1 || i < 2) return false;
+        const std::uint32_t last = heads_[(i - 1) % kRepeatRing];
+        const std::uint32_t before = heads_[(i - 2) % kRepeatRing];
+        delta = deltas_[(i - 1) % kRepeatRing];
+        head = (last & ~0xfffu) | ((2 * (last & 0xfff) - (before & 0xfff)) & 0xfff);
+        same_data = r == kStrideForm + 1;
+      }
     } else {
       if (end_ - in_ < 2) return false;
       delta = v >> 2;
       head = LoadRecord<std::uint16_t>(in_) | static_cast<std::uint32_t>(v & 2) << 15;
       in_ += 2;
     }
-    deltas_[i % kRepeatWindow] = delta;
-    heads_[i % kRepeatWindow] = head;
+    deltas_[i % kRepeatRing] = delta;
+    heads_[i % kRepeatRing] = head;
     e.event = event_ += delta;
     e.piece_offset = 0;
     e.data = nullptr;
@@ -95,6 +109,18 @@ class EntryDecoder {
     e.source = {};
     e.offset = head & 0xfff;
     const std::uint32_t code = (head >> 12) & 0xf;
+    if (same_data) {
+      e.ref = false;
+      e.length = head >> 16 ? XorLength(code) : code;
+      e.access_length = e.length;
+      if (!last_data || code > kMaxInlineCode || e.length == 0 ||
+          e.offset + std::uint64_t{e.length} > kPageSize) {
+        return false;
+      }
+      e.data = last_data_ = last_data;
+      e.decoded = last_decoded_ = last_decoded;
+      return true;
+    }
     if (head >> 16) return DecodeXor(e, code, i);
     if (code != 0) {
       // The short forms (nearly every entry): a whole access, no extension.
@@ -107,6 +133,7 @@ class EntryDecoder {
         return true;
       }
       if (!TakeData(e)) return false;
+      if (!without_data_) last_data_ = e.data, last_decoded_ = false;
       if (const int slot = XorSlot(code); slot >= 0 && !without_data_) {
         std::uint64_t value = 0;
         std::memcpy(&value, e.data, code);
@@ -159,8 +186,8 @@ class EntryDecoder {
     base ^= x;
     std::uint8_t* out = values_ + 8 * i;
     std::memcpy(out, &base, 8);
-    e.data = out;
-    e.decoded = true;
+    e.data = last_data_ = out;
+    e.decoded = last_decoded_ = true;
     return true;
   }
 
@@ -193,10 +220,13 @@ class EntryDecoder {
   std::uint64_t event_;
   std::uint64_t ref_ = 0;
   bool without_data_;
-  std::uint32_t index_ = 0;              // entries decoded so far
-  std::uint64_t bases_[3] = {};          // XOR bases of short data of 8, 4, 2 bytes
-  std::uint64_t deltas_[kRepeatWindow];  // the last entries' event deltas and heads
-  std::uint32_t heads_[kRepeatWindow];
+  std::uint32_t index_ = 0;      // entries decoded so far
+  std::uint64_t bases_[3] = {};  // XOR bases of short data of 8, 4, 2 bytes
+  // The previous entry's inline data (null: none) and whether it is in values_.
+  const std::uint8_t* last_data_ = nullptr;
+  bool last_decoded_ = false;
+  std::uint64_t deltas_[kRepeatRing];  // the last entries' event deltas and heads
+  std::uint32_t heads_[kRepeatRing];
   std::uint8_t values_[8 * kXorEntries];  // XOR-form entries' data
 };
 

@@ -286,7 +286,13 @@ inline std::uint64_t GetVarint(const std::uint8_t*& in, const std::uint8_t* end)
 //   v & 1 == 1 (repeat form): the event delta, xor flag and head of the
 //     block's entry (v >> 1) + 1 entries back (at most kRepeatWindow), which
 //     the builder uses when an entry has exactly those of a recent one (a
-//     loop's accesses to a page repeat with its period).
+//     loop's accesses to a page repeat with its period); v >> 1 ==
+//     kStrideForm (stride form): those of the previous entry, but the
+//     offset advanced by as much as from the entry before it to the previous
+//     one (modulo the page; a loop over an array), from the block's third
+//     entry on; v >> 1 == kStrideForm + 1: the same, and no data follows:
+//     the data is the previous entry's, which had data of this length inline
+//     (code 1..11 or xor). Other odd v are invalid.
 // Then, with xor == 0, by code:
 //   code 1..11: `code` data bytes;
 //   code 12..15: data of 4, 8, 16, 32 bytes referenced in the trace file:
@@ -313,7 +319,11 @@ inline constexpr std::uint32_t kMaxInlineCode = 11;
 inline constexpr std::uint32_t kRefLengths[4] = {4, 8, 16, 32};
 // Repeat form: at most this many entries back. XOR form: only the block's
 // first kXorEntries entries (the decoder keeps their data).
-inline constexpr std::uint32_t kRepeatWindow = 64;
+inline constexpr std::uint32_t kRepeatWindow = 48;
+// Stride forms: v >> 1 == kStrideForm or kStrideForm + 1 (see above).
+inline constexpr std::uint32_t kStrideForm = kRepeatWindow;
+// The decoder's ring of the last entries' deltas and heads.
+inline constexpr std::uint32_t kRepeatRing = 64;
 inline constexpr std::uint32_t kXorEntries = 64;
 // XOR form: L and k of code c (see above), and the code of (L, k).
 inline constexpr std::uint32_t XorLength(std::uint32_t c) { return c <= 8 ? 8 : c <= 13 ? 4 : 2; }
