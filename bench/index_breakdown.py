@@ -71,10 +71,20 @@ def entries(b, list_name, start, end, first_event, count, version, without_data=
         p0 = pos
         v, pos = varint(data, pos, end)
         xor = False
+        same_data = False
         if version >= 6 and v & 1:
-            b.add(list_name + " entries: repeat forms (event delta + head)", pos - p0, 1)
-            back = (v >> 1) + 1
-            xor, head = heads[i - back] if back <= i else (False, 0)
+            r = v >> 1
+            if r < 48:  # kRepeatWindow
+                b.add(list_name + " entries: repeat forms (event delta + head)", pos - p0, 1)
+                back = r + 1
+                xor, head = heads[i - back] if back <= i else (False, 0)
+            else:  # stride forms (kStrideForm, + 1: with the previous data)
+                same_data = r == 49
+                b.add(list_name + " entries: stride forms%s" %
+                      (" with the previous data" if same_data else ""), pos - p0, 1)
+                xor, last = heads[i - 1] if i >= 2 else (False, 0)
+                before = heads[i - 2][1] if i >= 2 else 0
+                head = (last & ~0xfff) | ((2 * (last & 0xfff) - (before & 0xfff)) & 0xfff)
             p1 = pos
         else:
             if version >= 6:
@@ -85,6 +95,8 @@ def entries(b, list_name, start, end, first_event, count, version, without_data=
             p1 = pos - 2
         heads.append((xor, head))
         code = head >> 12
+        if same_data:
+            continue
         if xor:
             length = 8 if code <= 8 else 4 if code <= 13 else 2
             stored = code if code <= 8 else code - 9 if code <= 13 else code - 14

@@ -104,7 +104,7 @@ void AccessListBuilder::OpenBlock(Page& page, std::uint64_t event) {
   page.last_event = event;
   page.last_ref = 0;
   std::memset(page.bases, 0, sizeof(page.bases));
-  page.recent.fill(~std::uint64_t(0));  // key kNoRepeat: no entry
+  if (page.recent) page.recent->fill(~std::uint64_t(0));  // key kNoRepeat: no entry
   memory_bytes_ += sizeof(BlockRecord);
 }
 
@@ -120,7 +120,7 @@ void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std:
     if (!slot.page || slot.number != page_number) {
       auto [it, inserted] = pages_.try_emplace(page_number);
       if (inserted) {
-        memory_bytes_ += 96 + sizeof(Page::recent);
+        memory_bytes_ += 96;
         if (auto carried = carried_.find(page_number); carried != carried_.end()) {
           it->second.state = std::move(carried->second);
           carried_.erase(carried);
@@ -185,9 +185,14 @@ void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std:
                                 ? static_cast<std::uint32_t>(delta << 17) | head17
                                 : kNoRepeat;
   std::uint32_t back = 0;
-  if (key != kNoRepeat) {
+  if (!page.recent && ++page.entries >= kRecentAfter) {
+    page.recent = std::make_unique<std::array<std::uint64_t, 1 << kRecentBits>>();
+    page.recent->fill(~std::uint64_t(0));
+    memory_bytes_ += sizeof(*page.recent);
+  }
+  if (key != kNoRepeat && page.recent) {
     // The latest entry with this key, unless another key took its slot.
-    std::uint64_t& recent = page.recent[(key * 0x9E3779B97F4A7C15ull) >> (64 - kRecentBits)];
+    std::uint64_t& recent = (*page.recent)[(key * 0x9E3779B97F4A7C15ull) >> (64 - kRecentBits)];
     if (recent >> 32 == key && index - static_cast<std::uint32_t>(recent) <= kRepeatWindow) {
       back = index - static_cast<std::uint32_t>(recent);
     }

@@ -84,6 +84,7 @@ class AccessListBuilder {
     bool complete;  // every write since the last clear, not only this segment's
   };
   static constexpr int kRecentBits = 6;
+  static constexpr std::uint64_t kRecentAfter = 128;
   struct Page {
     AppendBuffer data;
     std::vector<BlockRecord> blocks;  // data_offset relative to `data`
@@ -99,7 +100,10 @@ class AccessListBuilder {
     std::uint32_t last_head = 0, before_offset = 0;
     std::uint32_t last_length = 0;  // 0: no inline data
     std::uint8_t last_data[kMaxInlineCode];
-    std::array<std::uint64_t, 1 << kRecentBits> recent;
+    // Only for pages with kRecentAfter entries in the segment (the others
+    // write no repeat form: a few bytes each, and no table to pay for).
+    std::unique_ptr<std::array<std::uint64_t, 1 << kRecentBits>> recent;
+    std::uint64_t entries = 0;              // in this segment
     std::vector<SnapshotRecord> snapshots;  // data_offset relative to `snapshot_data`
     std::vector<std::uint8_t> snapshot_data;
     std::vector<std::uint8_t> event_data;  // event-referenced pieces' bytes, in order
