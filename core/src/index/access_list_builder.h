@@ -13,8 +13,9 @@
 // its snapshots hold every write since the last clear (kSnapshotComplete),
 // and queries need no earlier segment.
 //
-// Memory: the encoded entries (about 3 bytes + data per entry), 32 bytes per
-// block, 4.6 KiB per snapshot and 8 KiB of state per hot page, until Flush();
+// Memory: the encoded entries (1-3 bytes + data per entry), 32 bytes per
+// block, 512 bytes per page with 128 entries or more (the repeat forms'
+// table), 4.6 KiB per snapshot and 8 KiB of state per hot page, until Flush();
 // after it, the 8 KiB states of hot pages, up to set_carry_budget().
 //
 // Thread-safety: one thread at a time.
