@@ -4,7 +4,7 @@
 Usage: bench/index_breakdown.py INDEX [TRACE]
 
 Reads the file as docs/formats/index-format.md describes it (versions 3
-to 5), independently of the C++ reader: header, directory tables, keyframe ref
+to 6), independently of the C++ reader: header, directory tables, keyframe ref
 arrays, register records, and per segment the pc index (records, skip
 records, postings) and the three access lists (page records, block
 records, entry bytes split into headers, inline data and references, page
@@ -66,14 +66,44 @@ def entries(b, list_name, start, end, first_event, count, version, without_data=
     """Splits one block's entry bytes into event deltas, heads, data, refs."""
     data = b.data
     pos = start
-    for _ in range(count):
+    heads = []  # version 6: (xor, u16 head) of each entry, for repeat forms
+    for i in range(count):
         p0 = pos
-        _, pos = varint(data, pos, end)
-        b.add(list_name + " entries: event deltas", pos - p0, 1)
-        head = struct.unpack_from("<H", data, pos)[0]
-        pos += 2
+        v, pos = varint(data, pos, end)
+        xor = False
+        same_data = False
+        if version >= 6 and v & 1:
+            r = v >> 1
+            if r < 48:  # kRepeatWindow
+                b.add(list_name + " entries: repeat forms (event delta + head)", pos - p0, 1)
+                back = r + 1
+                xor, head = heads[i - back] if back <= i else (False, 0)
+            else:  # stride forms (kStrideForm, + 1: with the previous data)
+                same_data = r == 49
+                b.add(list_name + " entries: stride forms%s" %
+                      (" with the previous data" if same_data else ""), pos - p0, 1)
+                xor, last = heads[i - 1] if i >= 2 else (False, 0)
+                before = heads[i - 2][1] if i >= 2 else 0
+                head = (last & ~0xfff) | ((2 * (last & 0xfff) - (before & 0xfff)) & 0xfff)
+            p1 = pos
+        else:
+            if version >= 6:
+                xor = bool(v & 2)
+            b.add(list_name + " entries: event deltas", pos - p0, 1)
+            head = struct.unpack_from("<H", data, pos)[0]
+            pos += 2
+            p1 = pos - 2
+        heads.append((xor, head))
         code = head >> 12
-        p1 = pos
+        if same_data:
+            continue
+        if xor:
+            length = 8 if code <= 8 else 4 if code <= 13 else 2
+            stored = code if code <= 8 else code - 9 if code <= 13 else code - 14
+            b.add(list_name + " entries: heads", pos - p1)
+            b.add(list_name + " entries: XOR data (%d-byte writes)" % length, stored, 1)
+            pos += stored
+            continue
         if code == 0:
             x, pos = varint(data, pos, end)
             shift = 3 if version >= 4 else 2
@@ -86,7 +116,7 @@ def entries(b, list_name, start, end, first_event, count, version, without_data=
             ref = code > 11
             length = (4, 8, 16, 32)[code - 12] if ref else code
             event = False
-        b.add(list_name + " entries: heads", 2 + pos - p1)
+        b.add(list_name + " entries: heads", pos - p1)
         if ref or event:
             p2 = pos
             for _ in range(3 if event else 1):

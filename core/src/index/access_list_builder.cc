@@ -36,31 +36,11 @@ void AccessListBuilder::ResetIfCleared(PageState& state) const {
   state.complete = true;
 }
 
-// Once per write piece to a hot page: the common sizes (1, 2, 4, 8 bytes)
-// copy with a constant size, inlined, instead of two library calls.
 void AccessListBuilder::ApplyToState(PageState& state, std::uint32_t offset,
                                      std::span<const std::uint8_t> data) {
   ResetIfCleared(state);
-  std::uint8_t* values = state.values + offset;
-  std::uint8_t* known = state.known + offset;
-  constexpr std::uint64_t kOnes = 0x0101010101010101ull;
-  switch (data.size()) {
-    case 1:
-      *values = data[0], *known = 1;
-      return;
-    case 2:
-      std::memcpy(values, data.data(), 2), std::memcpy(known, &kOnes, 2);
-      return;
-    case 4:
-      std::memcpy(values, data.data(), 4), std::memcpy(known, &kOnes, 4);
-      return;
-    case 8:
-      std::memcpy(values, data.data(), 8), std::memcpy(known, &kOnes, 8);
-      return;
-    default:
-      std::memcpy(values, data.data(), data.size());
-      std::memset(known, 1, data.size());
-  }
+  std::memcpy(state.values + offset, data.data(), data.size());
+  std::memset(state.known + offset, 1, data.size());
 }
 
 // The page's write-state from its buffered entries (a page's first snapshot).
@@ -123,15 +103,15 @@ void AccessListBuilder::OpenBlock(Page& page, std::uint64_t event) {
   page.blocks.push_back({event, 0, page.data.size(), 0, 0});
   page.last_event = event;
   page.last_ref = 0;
+  std::memset(page.bases, 0, sizeof(page.bases));
+  if (page.recent) page.recent->fill(~std::uint64_t(0));  // key kNoRepeat: no entry
   memory_bytes_ += sizeof(BlockRecord);
 }
 
-void AccessListBuilder::AddEntry(std::uint64_t event, std::uint64_t page_number,
-                                 std::uint32_t offset, std::span<const std::uint8_t> data,
-                                 std::uint64_t ref, std::uint64_t piece_offset,
-                                 std::uint64_t access_length, const EventDataRef* event_ref) {
-  std::optional<std::uint64_t> ref_offset;
-  if (ref != kNoRefOffset) ref_offset = ref;
+void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std::uint32_t offset,
+                            std::span<const std::uint8_t> data,
+                            std::optional<std::uint64_t> ref_offset, std::uint64_t piece_offset,
+                            std::uint64_t access_length, const EventDataRef* event_ref) {
   // Consecutive accesses usually hit the same page: skip the lookup. Other
   // pages go through a direct-mapped cache before the hash map (its modulo
   // and node walk cost more than the rest of an append).
@@ -169,13 +149,82 @@ void AccessListBuilder::AddEntry(std::uint64_t event, std::uint64_t page_number,
   } else if (!split && length <= kMaxInlineCode) {
     code = length;
   }
-  std::uint8_t* const head = page.data.Reserve(kMaxEntryBytes);  // in place (Reserve)
+  const std::uint32_t index = block.entry_count;
+  const std::uint64_t delta = event - page.last_event;
+  // Stride form (index_format.h): the previous entry's delta and code, the
+  // offset advanced by the previous stride; with the previous data too, no
+  // data at all (an array filled with one value).
+  const bool stride = index >= 2 && delta == page.last_delta &&
+                      offset == ((2 * (page.last_head & 0xfff) - page.before_offset) & 0xfff);
+  const bool inline_short = code >= 1 && code <= kMaxInlineCode && !without_data_;
+  const bool same_data = stride && inline_short && page.last_length == length &&
+                         std::memcmp(page.last_data, data.data(), length) == 0;
+  // XOR form: short data of 2, 4 or 8 bytes as the XOR with the block's
+  // previous short data of its length, when that has fewer significant
+  // bytes than the data.
+  bool xor_form = false;
+  std::uint64_t x = 0;
+  std::uint32_t stored = 0;
+  if (const int slot = inline_short ? XorSlot(length) : -1; slot >= 0) {
+    std::uint64_t value = 0;
+    std::memcpy(&value, data.data(), length);
+    x = value ^ page.bases[slot];
+    stored = x == 0 ? 0 : (64 - static_cast<std::uint32_t>(__builtin_clzll(x)) + 7) / 8;
+    if (!same_data && index < kXorEntries && stored < length) {
+      xor_form = true;
+      code = XorCode(length, stored);
+    }
+    page.bases[slot] = value;  // unchanged by a same-data entry
+  }
+  std::uint32_t head17 = offset | code << 12 | (xor_form ? 1u << 16 : 0);
+  if (same_data) head17 = (page.last_head & ~0xfffu) | offset, xor_form = false;
+  // Repeat form: the latest of the last kRepeatWindow entries of the block
+  // with the same event delta, xor flag and head.
+  const bool short_form = code != 0 || (head17 >> 16) != 0;
+  const std::uint32_t key = short_form && delta < kRepeatMaxDelta
+                                ? static_cast<std::uint32_t>(delta << 17) | head17
+                                : kNoRepeat;
+  std::uint32_t back = 0;
+  if (!page.recent && ++page.entries >= kRecentAfter) {
+    page.recent = std::make_unique<std::array<std::uint64_t, 1 << kRecentBits>>();
+    page.recent->fill(~std::uint64_t(0));
+    memory_bytes_ += sizeof(*page.recent);
+  }
+  if (key != kNoRepeat && page.recent) {
+    // The latest entry with this key, unless another key took its slot.
+    std::uint64_t& recent = (*page.recent)[(key * 0x9E3779B97F4A7C15ull) >> (64 - kRecentBits)];
+    if (recent >> 32 == key && index - static_cast<std::uint32_t>(recent) <= kRepeatWindow) {
+      back = index - static_cast<std::uint32_t>(recent);
+    }
+    recent = std::uint64_t(key) << 32 | index;
+  }
+  std::uint8_t head[kMaxEntryBytes + 8];
   std::uint8_t* p = head;
-  PutVarint(event - page.last_event, p);
-  const auto h = static_cast<std::uint16_t>(offset | code << 12);
-  std::memcpy(p, &h, 2);
-  p += 2;
-  if (code == 0) {
+  if (same_data) {
+    PutVarint(std::uint64_t(kStrideForm + 1) << 1 | 1, p);
+  } else if (back != 0) {
+    PutVarint(std::uint64_t(back - 1) << 1 | 1, p);
+  } else if (stride && short_form && (head17 & ~0xfffu) == (page.last_head & ~0xfffu)) {
+    PutVarint(std::uint64_t(kStrideForm) << 1 | 1, p);
+  } else {
+    PutVarint(delta << 2 | (xor_form ? 2 : 0), p);
+    const auto h = static_cast<std::uint16_t>(offset | code << 12);
+    std::memcpy(p, &h, 2);
+    p += 2;
+  }
+  page.before_offset = page.last_head & 0xfff;
+  page.last_head = head17;
+  page.last_delta = delta;
+  page.last_length = 0;
+  if (inline_short) {
+    page.last_length = length;
+    std::memcpy(page.last_data, data.data(), length);
+  }
+  if (xor_form) {
+    std::memcpy(p, &x, stored);  // the low bytes (little-endian)
+    p += stored;
+  }
+  if (code == 0 && !xor_form) {
     PutVarint(std::uint64_t(length) << 3 | (ref_offset ? kEntryRef : 0) |
                   (split ? kEntrySplit : 0) | (event_ref ? kEntryEvent : 0),
               p);
@@ -200,8 +249,10 @@ void AccessListBuilder::AddEntry(std::uint64_t event, std::uint64_t page_number,
     }
   }
   const std::size_t before = page.data.size();
-  page.data.Commit(p - head);
-  if (!ref_offset && !event_ref && !without_data_) page.data.Append(data.data(), data.size());
+  page.data.AppendShort(head, p - head);
+  if (!ref_offset && !event_ref && !without_data_ && !xor_form && !same_data) {
+    page.data.Append(data.data(), data.size());
+  }
   memory_bytes_ += page.data.size() - before;
   block.data_size += static_cast<std::uint32_t>(page.data.size() - before);
   block.line_mask |= LineMask(offset, length);

@@ -13,8 +13,9 @@
 // its snapshots hold every write since the last clear (kSnapshotComplete),
 // and queries need no earlier segment.
 //
-// Memory: the encoded entries (about 3 bytes + data per entry), 32 bytes per
-// block, 4.6 KiB per snapshot and 8 KiB of state per hot page, until Flush();
+// Memory: the encoded entries (1-3 bytes + data per entry), 32 bytes per
+// block, 512 bytes per page with 128 entries or more (the repeat forms'
+// table), 4.6 KiB per snapshot and 8 KiB of state per hot page, until Flush();
 // after it, the 8 KiB states of hot pages, up to set_carry_budget().
 //
 // Thread-safety: one thread at a time.
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "index/append_buffer.h"
+#include "index/entry_decoder.h"
 #include "index/index_format.h"
 #include "index/index_sink.h"
 
@@ -47,15 +49,10 @@ class AccessListBuilder {
   // `event_ref` (not with ref_offset): the entry references the event's
   // write instead of holding the data (kEntryEvent); the builder still keeps
   // the data in memory until Flush(), for the page's snapshots.
-  // Inline: an optional passed to an out-of-line call goes on the stack in
-  // two stores and is reloaded whole, which stalls (no store forwarding).
   void Add(std::uint64_t event, std::uint64_t page, std::uint32_t offset,
            std::span<const std::uint8_t> data, std::optional<std::uint64_t> ref_offset,
            std::uint64_t piece_offset, std::uint64_t access_length,
-           const EventDataRef* event_ref = nullptr) {
-    AddEntry(event, page, offset, data, ref_offset ? *ref_offset : kNoRefOffset, piece_offset,
-             access_length, event_ref);
-  }
+           const EventDataRef* event_ref = nullptr);
   // All memory becomes unknown before the writes of `event`.
   void ClearMemory(std::uint64_t event);
   // The next entries belong to a segment starting at `first_event`.
@@ -87,24 +84,39 @@ class AccessListBuilder {
     std::uint64_t epoch;
     bool complete;  // every write since the last clear, not only this segment's
   };
-  // What every Add() reads comes first (data, blocks, last_*, state): fewer
-  // cache lines per entry.
+  static constexpr int kRecentBits = 6;
+  static constexpr std::uint64_t kRecentAfter = 128;
   struct Page {
     AppendBuffer data;
     std::vector<BlockRecord> blocks;  // data_offset relative to `data`
     std::uint64_t last_event = 0;
-    std::uint64_t last_ref = 0;             // last referenced trace offset of the current block
-    std::unique_ptr<PageState> state;       // hot pages only
+    std::uint64_t last_ref = 0;  // last referenced trace offset of the current block
+    // The current block's XOR bases (short data of 8, 4, 2 bytes), and its
+    // entries' repeat keys (below) in a direct-mapped table: key << 32 |
+    // entry index, by hash of the key.
+    std::uint64_t bases[3] = {};
+    // The previous entry's event delta and head (xor << 16 | u16 head), the
+    // offset of the one before, and its inline data (for stride forms).
+    std::uint64_t last_delta = 0;
+    std::uint32_t last_head = 0, before_offset = 0;
+    std::uint32_t last_length = 0;  // 0: no inline data
+    std::uint8_t last_data[kMaxInlineCode];
+    // Only for pages with kRecentAfter entries in the segment (the others
+    // write no repeat form: a few bytes each, and no table to pay for).
+    std::unique_ptr<std::array<std::uint64_t, 1 << kRecentBits>> recent;
+    std::uint64_t entries = 0;              // in this segment
     std::vector<SnapshotRecord> snapshots;  // data_offset relative to `snapshot_data`
     std::vector<std::uint8_t> snapshot_data;
     std::vector<std::uint8_t> event_data;  // event-referenced pieces' bytes, in order
+    std::unique_ptr<PageState> state;      // hot pages only
   };
 
-  // Add() with ref = kNoRefOffset for "not referenced".
-  static constexpr std::uint64_t kNoRefOffset = ~std::uint64_t(0);
-  void AddEntry(std::uint64_t event, std::uint64_t page, std::uint32_t offset,
-                std::span<const std::uint8_t> data, std::uint64_t ref, std::uint64_t piece_offset,
-                std::uint64_t access_length, const EventDataRef* event_ref);
+  // Repeat keys: event delta << 17 | xor << 16 | head, for deltas below
+  // kRepeatMaxDelta (so that no key is kNoRepeat). An entry repeats the
+  // latest one of the block with its key when the table still has it.
+  static constexpr std::uint64_t kRepeatMaxDelta = std::uint64_t(1) << 14;
+  static constexpr std::uint32_t kNoRepeat = ~std::uint32_t(0);
+
   void OpenBlock(Page& page, std::uint64_t event);
   void TakeSnapshot(Page& page);
   void Rebuild(Page& page, PageState& state) const;

@@ -100,6 +100,11 @@ AccessHit TraceIndex::Hit(const AccessEntry& e, std::uint64_t page) const {
     auto owned = std::make_shared<std::vector<std::uint8_t>>();
     hit.data = EntryData(e, *owned);
     hit.owned = std::move(owned);
+  } else if (e.decoded) {
+    // In the decoder, which the hit outlives.
+    auto owned = std::make_shared<std::vector<std::uint8_t>>(e.data, e.data + e.length);
+    hit.data = owned->data();
+    hit.owned = std::move(owned);
   } else {
     std::vector<std::uint8_t> unused;
     hit.data = EntryData(e, unused);  // in the index, the trace or kZeros

@@ -18,7 +18,7 @@ namespace backstep::core {
 inline constexpr char kIndexMagic[8] = {'B', 'S', 'I', 'N', 'D', 'E', 'X', '\n'};
 inline constexpr char kFooterMagic[8] = {'B', 'S', 'I', 'D', 'X', 'E', 'N', 'D'};
 // Bump on any change of layout or meaning; a different version is rebuilt.
-inline constexpr std::uint32_t kIndexVersion = 5;
+inline constexpr std::uint32_t kIndexVersion = 6;
 
 inline constexpr std::uint64_t kPageBits = 12;
 inline constexpr std::uint64_t kPageSize = 1u << kPageBits;
@@ -167,7 +167,7 @@ struct PcRecord {
   // SkipRecord. Otherwise the first posting: a pc executed at most one
   // block of times (most pcs of a program) has no skip table.
   std::uint64_t skips_offset;
-  std::uint64_t data_offset;  // varint deltas
+  std::uint64_t data_offset;  // the deltas (PostingDeltas)
 };
 // A follower (version 5): a pc whose postings are those of another pc of the
 // segment (its leader) plus `shift` events, as the instructions of a basic
@@ -183,6 +183,28 @@ inline bool HasSkipTable(const PcRecord& rec) {
 struct SkipRecord {
   std::uint64_t first_event;  // first posting of the block
   std::uint64_t data_rel;     // deltas of the block's other postings, from data_offset
+};
+inline std::uint64_t GetVarint(const std::uint8_t*& in, const std::uint8_t* end);
+// The deltas of a block of postings (version 6): varint(delta), or, after a
+// delta of the same block, 0 then varint(m): m more of that delta (a loop's
+// leader repeats with its period; a delta is never 0). Reads them one at a
+// time; never reads at or past `end` (a damaged file yields zeros there).
+struct PostingDeltas {
+  const std::uint8_t* in;
+  const std::uint8_t* end;
+  std::uint64_t delta = 0;
+  std::uint64_t left = 0;  // repeats of `delta` still to hand out
+  std::uint64_t Next() {
+    if (left > 0) {
+      --left;
+      return delta;
+    }
+    const std::uint64_t v = GetVarint(in, end);
+    if (v != 0) return delta = v;
+    const std::uint64_t m = GetVarint(in, end);
+    left = m > 0 ? m - 1 : 0;
+    return delta;
+  }
 };
 // A pc entry: varint(pc - the previous pc of the group; 0 for the first),
 // varint(count << 1 | follower), then
@@ -256,9 +278,22 @@ inline std::uint64_t GetVarint(const std::uint8_t*& in, const std::uint8_t* end)
 }
 
 // --- access-list entries ---
-// An entry: varint(event - previous event; the block's first entry is
-// relative to BlockRecord::first_event), u16 head = offset in page (bits
-// 0..11) | code (bits 12..15), then:
+// An entry (version 6) starts with varint(v):
+//   v & 1 == 0 (full form): event delta = v >> 2 (from the previous entry;
+//     the block's first entry is relative to BlockRecord::first_event),
+//     xor = (v >> 1) & 1, then u16 head = offset in page (bits 0..11) | code
+//     (bits 12..15);
+//   v & 1 == 1 (repeat form): the event delta, xor flag and head of the
+//     block's entry (v >> 1) + 1 entries back (at most kRepeatWindow), which
+//     the builder uses when an entry has exactly those of a recent one (a
+//     loop's accesses to a page repeat with its period); v >> 1 ==
+//     kStrideForm (stride form): those of the previous entry, but the
+//     offset advanced by as much as from the entry before it to the previous
+//     one (modulo the page; a loop over an array), from the block's third
+//     entry on; v >> 1 == kStrideForm + 1: the same, and no data follows:
+//     the data is the previous entry's, which had data of this length inline
+//     (code 1..11 or xor). Other odd v are invalid.
+// Then, with xor == 0, by code:
 //   code 1..11: `code` data bytes;
 //   code 12..15: data of 4, 8, 16, 32 bytes referenced in the trace file:
 //     zigzag varint(trace offset - previous referenced offset of the block);
@@ -269,10 +304,39 @@ inline std::uint64_t GetVarint(const std::uint8_t*& in, const std::uint8_t* end)
 //     event's writes), varint(ReaderPosition::offset), varint(ReaderPosition
 //     ::aux) of the event: the piece is bytes [piece offset, + length) of
 //     that write, decoded again from the trace (EventDataRef).
+// With xor == 1 (only among a block's first kXorEntries entries, never in a
+// list without data), the data of length L is the XOR of the block's
+// previous short data of length L (zero at the block's start) and k stored
+// bytes (the low bytes; the others are zero): code 0..8: L = 8, k = code;
+// 9..13: L = 4, k = code - 9; 14, 15: L = 2, k = code - 14. "Short data of
+// length L" is the data of an entry with xor == 1 and that L, or with
+// xor == 0 and code L (2, 4 or 8). Pointers that share their high bytes and
+// small integers so cost 0-3 bytes instead of 8.
+// EntryDecoder (entry_decoder.h) reads entries; AccessListBuilder writes them.
 inline constexpr std::uint64_t kEntryRef = 1, kEntrySplit = 2, kEntryEvent = 4;
 inline constexpr std::uint64_t kMaxEntryBytes = 2 + 7 * 10;  // without data
 inline constexpr std::uint32_t kMaxInlineCode = 11;
 inline constexpr std::uint32_t kRefLengths[4] = {4, 8, 16, 32};
+// Repeat form: at most this many entries back. XOR form: only the block's
+// first kXorEntries entries (the decoder keeps their data).
+inline constexpr std::uint32_t kRepeatWindow = 48;
+// Stride forms: v >> 1 == kStrideForm or kStrideForm + 1 (see above).
+inline constexpr std::uint32_t kStrideForm = kRepeatWindow;
+// The decoder's ring of the last entries' deltas and heads.
+inline constexpr std::uint32_t kRepeatRing = 64;
+inline constexpr std::uint32_t kXorEntries = 64;
+// XOR form: L and k of code c (see above), and the code of (L, k).
+inline constexpr std::uint32_t XorLength(std::uint32_t c) { return c <= 8 ? 8 : c <= 13 ? 4 : 2; }
+inline constexpr std::uint32_t XorStored(std::uint32_t c) {
+  return c <= 8 ? c : c <= 13 ? c - 9 : c - 14;
+}
+inline constexpr std::uint32_t XorCode(std::uint32_t length, std::uint32_t k) {
+  return length == 8 ? k : length == 4 ? 9 + k : 14 + k;
+}
+// Index of the XOR base of short data of length 2, 4, 8 (others: none).
+inline constexpr int XorSlot(std::uint32_t length) {
+  return length == 8 ? 0 : length == 4 ? 1 : length == 2 ? 2 : -1;
+}
 
 inline std::uint64_t ZigZag(std::int64_t v) {
   return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);
@@ -315,138 +379,6 @@ inline bool DecodePcEntry(const std::uint8_t* file, const std::uint8_t*& in,
   in = file + out->data_offset + size;
   return true;
 }
-
-// Where the data of an event-referenced piece is: write `write_index` of
-// the event a reader decodes next after Seek({reader_offset, reader_aux}).
-struct EventDataRef {
-  std::uint64_t write_index = 0;
-  std::uint64_t reader_offset = 0;
-  std::uint64_t reader_aux = 0;
-};
-
-// What entries without data (kDirReadsWithoutData) hand out.
-inline constexpr std::uint8_t kNoDataBytes[kPageSize] = {};
-
-struct AccessEntry {
-  std::uint64_t event = 0;
-  std::uint32_t offset = 0;  // in the page
-  std::uint32_t length = 0;
-  bool ref = false;
-  std::uint64_t piece_offset = 0;      // offset of this piece in the whole access
-  std::uint64_t access_length = 0;     // length of the whole access
-  const std::uint8_t* data = nullptr;  // inline bytes (null when ref or event_ref)
-  std::uint64_t ref_offset = 0;        // trace-file offset when ref
-  bool event_ref = false;              // the data is the event's (`source`)
-  EventDataRef source;
-};
-
-// Decodes the entries of one block, [in, end), in order. Every entry it
-// returns lies in its page (offset + length <= kPageSize), is a piece of
-// its access (piece_offset + length <= access_length) and has its inline
-// data inside the block; an entry that would not (only in a damaged or
-// crafted file: the builder never writes one) is returned empty (length 0)
-// and so are all after it. `without_data`: the block's entries that are not
-// references hold no data bytes (kDirReadsWithoutData); their data is
-// kNoDataBytes.
-class EntryDecoder {
- public:
-  EntryDecoder(const std::uint8_t* in, const std::uint8_t* end, std::uint64_t first_event,
-               bool without_data = false)
-      : in_(in), end_(end), event_(first_event), without_data_(without_data) {}
-  AccessEntry Next() {
-    AccessEntry e;
-    Read(e);
-    return e;
-  }
-  // The same into `e`, every field of which it sets: a loop over thousands
-  // of entries (the write-state walk) reuses one object instead of
-  // clearing a new one each time. Inlined for that loop.
-  [[gnu::always_inline]] void Read(AccessEntry& e) {
-    if (!Decode(e)) Break(e);
-  }
-
- private:
-  // Decodes the next entry into `e` (every field); false if it is broken.
-  [[gnu::always_inline]] bool Decode(AccessEntry& e) {
-    e.event = event_ += GetVarint(in_, end_);
-    e.piece_offset = 0;
-    e.data = nullptr;
-    e.ref_offset = 0;
-    e.event_ref = false;
-    e.source = {};
-    if (end_ - in_ < 2) return false;
-    const std::uint16_t head = LoadRecord<std::uint16_t>(in_);
-    in_ += 2;
-    e.offset = head & 0xfff;
-    const std::uint32_t code = head >> 12;
-    if (code != 0) {
-      // The short forms (nearly every entry): a whole access, no extension.
-      e.ref = code > kMaxInlineCode;
-      e.length = e.ref ? kRefLengths[code - kMaxInlineCode - 1] : code;
-      e.access_length = e.length;
-      if (e.offset + std::uint64_t{e.length} > kPageSize) return false;
-      if (e.ref) {
-        e.ref_offset = ref_ += static_cast<std::uint64_t>(UnZigZag(GetVarint(in_, end_)));
-        return true;
-      }
-      return TakeData(e);
-    }
-    const std::uint64_t x = GetVarint(in_, end_);
-    if ((x >> 3) > kPageSize || ((x & kEntryRef) && (x & kEntryEvent))) return false;
-    e.length = static_cast<std::uint32_t>(x >> 3);
-    e.ref = x & kEntryRef;
-    e.event_ref = x & kEntryEvent;
-    if (x & kEntrySplit) {
-      e.piece_offset = GetVarint(in_, end_);
-      e.access_length = GetVarint(in_, end_);
-    } else {
-      e.access_length = e.length;
-    }
-    if (e.offset + std::uint64_t{e.length} > kPageSize || e.piece_offset > e.access_length ||
-        e.length > e.access_length - e.piece_offset) {
-      return false;
-    }
-    if (e.ref) {
-      e.ref_offset = ref_ += static_cast<std::uint64_t>(UnZigZag(GetVarint(in_, end_)));
-    } else if (e.event_ref) {
-      e.source.write_index = GetVarint(in_, end_);
-      e.source.reader_offset = GetVarint(in_, end_);
-      e.source.reader_aux = GetVarint(in_, end_);
-    } else {
-      return TakeData(e);
-    }
-    return true;
-  }
-
-  // An entry's inline data (none when the block holds no data).
-  bool TakeData(AccessEntry& e) {
-    if (without_data_) {
-      e.data = kNoDataBytes;
-      return true;
-    }
-    if (static_cast<std::uint64_t>(end_ - in_) < e.length) return false;
-    e.data = in_;
-    in_ += e.length;
-    return true;
-  }
-
-  void Break(AccessEntry& e) {
-    in_ = end_;
-    e.offset = 0;  // overlaps nothing
-    e.length = 0;
-    e.ref = false;
-    e.event_ref = false;
-    e.data = in_;
-    e.piece_offset = 0;
-    e.access_length = 0;
-  }
-
-  const std::uint8_t* in_;
-  const std::uint8_t* end_;
-  std::uint64_t event_;
-  std::uint64_t ref_ = 0;
-  bool without_data_;
-};
 
 // Line mask of bytes [offset, offset + length) of a page.
 inline std::uint64_t LineMask(std::uint32_t offset, std::uint32_t length) {

@@ -243,6 +243,7 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
   struct Piece {
     const std::uint8_t* data;  // null: event_entries[event_entry]'s, decoded when needed
     std::uint32_t offset, a, z, event_entry;
+    bool decoded;  // data is in the block's EntryDecoder (AccessEntry::decoded)
   };
   // A block's matching pieces, to walk them newest first (blocks of the
   // default 64 entries fit; larger tunings use the vector).
@@ -329,7 +330,9 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
       const std::uint32_t a = piece.a, z = piece.z;
       if (!undecided.AnyIn(a, z)) return;
       const std::uint8_t* data = piece.data;
-      if (!data || z - a > 64) {
+      // XOR-form data lives in the block's decoder, which the batch of
+      // claims outlives (and is in the cache already): copied at once.
+      if (!data || z - a > 64 || piece.decoded) {
         if (!data) data = EntryData(event_entries[piece.event_entry], buffer);
         undecided.TakeRange(a, z, [&](std::uint32_t w, std::uint64_t bits) {
           decide(data, piece.offset, w, bits);
@@ -371,7 +374,7 @@ void TraceIndex::WriteState(Address lo, Address hi, std::uint64_t lower, std::ui
           const std::uint8_t* data = e.event_ref ? nullptr : EntryData(e, buffer);
           const auto event_entry = static_cast<std::uint32_t>(event_entries.size());
           if (e.event_ref) event_entries.push_back(e);
-          entries[count++] = {data, e.offset, a, z, event_entry};
+          entries[count++] = {data, e.offset, a, z, event_entry, e.decoded};
         }
       }
       for (std::uint32_t k = count; !undecided.empty() && k-- > 0;) claim(entries[k]);

@@ -34,10 +34,11 @@ std::optional<std::uint64_t> TraceIndex::PostingAtOrAfter(const PcRecord& rec,
   if (value >= from) return value;
   const std::uint8_t* in = bytes_.data() + rec.data_offset + s.data_rel;
   const std::uint8_t* end = bytes_.data() + bytes_.size() - kFooterSize;  // Parse: in <= end
-  const std::uint64_t deltas =
+  PostingDeltas deltas{in, end};
+  const std::uint64_t n =
       std::min<std::uint64_t>(kPostingsPerBlock, rec.count - (lo - 1) * kPostingsPerBlock) - 1;
-  for (std::uint64_t j = 0; j < deltas; ++j) {
-    value += GetVarint(in, end);
+  for (std::uint64_t j = 0; j < n; ++j) {
+    value += deltas.Next();
     if (value >= from) return value;
   }
   if (lo < blocks) return skip(lo).first_event;
@@ -62,10 +63,11 @@ std::optional<std::uint64_t> TraceIndex::PostingBefore(const PcRecord& rec,
   std::uint64_t value = s.first_event, best = value;
   const std::uint8_t* in = bytes_.data() + rec.data_offset + s.data_rel;
   const std::uint8_t* end = bytes_.data() + bytes_.size() - kFooterSize;  // Parse: in <= end
-  const std::uint64_t deltas =
+  PostingDeltas deltas{in, end};
+  const std::uint64_t n =
       std::min<std::uint64_t>(kPostingsPerBlock, rec.count - (lo - 1) * kPostingsPerBlock) - 1;
-  for (std::uint64_t j = 0; j < deltas; ++j) {
-    value += GetVarint(in, end);
+  for (std::uint64_t j = 0; j < n; ++j) {
+    value += deltas.Next();
     if (value >= before) break;
     best = value;
   }
@@ -161,10 +163,11 @@ std::uint64_t TraceIndex::PostingRank(const PcRecord& rec, std::uint64_t before)
   std::uint64_t value = s.first_event;
   const std::uint8_t* in = bytes_.data() + rec.data_offset + s.data_rel;
   const std::uint8_t* end = bytes_.data() + bytes_.size() - kFooterSize;  // Parse: in <= end
-  const std::uint64_t deltas =
+  PostingDeltas deltas{in, end};
+  const std::uint64_t n =
       std::min<std::uint64_t>(kPostingsPerBlock, rec.count - (lo - 1) * kPostingsPerBlock) - 1;
-  for (std::uint64_t j = 0; j < deltas; ++j) {
-    value += GetVarint(in, end);
+  for (std::uint64_t j = 0; j < n; ++j) {
+    value += deltas.Next();
     if (value >= before) break;
     ++rank;
   }

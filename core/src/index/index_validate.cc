@@ -107,10 +107,10 @@ Status TraceIndex::CheckSegmentData(std::uint64_t s) const {
       }
       for (std::uint64_t b = 0; b < page.block_count; ++b) {
         const auto block = Rec<BlockRecord>(bytes_.data() + page.blocks_offset, b);
-        // An entry takes at least 3 bytes (event delta, head): the decode
-        // of a block stays inside its data.
+        // An entry takes at least 1 byte (a repeat form): the decode of a
+        // block stays inside its data.
         if (!InFile(block.data_offset, block.data_size, 1) ||
-            std::uint64_t(block.entry_count) * 3 > block.data_size) {
+            std::uint64_t(block.entry_count) > block.data_size) {
           return corrupt("bad block " + std::to_string(b) + " of page " + std::to_string(i));
         }
       }

@@ -37,17 +37,42 @@ void PcIndexBuilder::Add(std::uint64_t pc, std::uint64_t event) {
   previous_ = &p;
   previous_event_ = event;
   if (p.count % kPostingsPerBlock == 0) {
+    EndRun(p);
+    p.run_delta = 0;  // a block's deltas start afresh
     p.skips.push_back({event, p.data.size()});
     memory_bytes_ += sizeof(SkipRecord);
+  } else if (event - p.last == p.run_delta) {
+    ++p.run_extra;
   } else {
+    EndRun(p);
+    p.run_delta = event - p.last;
     std::uint8_t* const buf = p.data.Reserve(10);  // in place (AppendBuffer::Reserve)
     std::uint8_t* out = buf;
-    PutVarint(event - p.last, out);
+    PutVarint(p.run_delta, out);
     p.data.Commit(out - buf);
     memory_bytes_ += out - buf;
   }
   p.last = event;
   ++p.count;
+}
+
+void PcIndexBuilder::EndRun(Postings& p) {
+  if (p.run_extra == 0) return;
+  std::uint8_t one[10], escape[11];
+  std::uint8_t* one_end = one;
+  PutVarint(p.run_delta, one_end);
+  std::uint8_t* escape_end = escape;
+  *escape_end++ = 0;
+  PutVarint(p.run_extra, escape_end);
+  const std::size_t each = static_cast<std::size_t>(one_end - one);
+  const std::size_t before = p.data.size();
+  if (static_cast<std::uint64_t>(escape_end - escape) < p.run_extra * each) {
+    p.data.AppendShort(escape, escape_end - escape);
+  } else {
+    for (std::uint64_t i = 0; i < p.run_extra; ++i) p.data.AppendShort(one, each);
+  }
+  memory_bytes_ += p.data.size() - before;
+  p.run_extra = 0;
 }
 
 // p follows q with equal counts: every posting e of p has q at e - 1, and
@@ -77,7 +102,10 @@ std::pair<std::uint64_t, std::uint64_t> PcIndexBuilder::Flush(IndexSink& sink) {
   for (auto& [pc, postings] : pcs_) order.emplace_back(pc, &postings);
   std::sort(order.begin(), order.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (std::uint64_t i = 0; i < order.size(); ++i) order[i].second->index = i;
+  for (std::uint64_t i = 0; i < order.size(); ++i) {
+    order[i].second->index = i;
+    EndRun(*order[i].second);
+  }
   for (auto& [pc, p] : order) Resolve(*p);
   // Each group's entries, then the group records (index_format.h).
   std::vector<PcGroupRecord> groups;

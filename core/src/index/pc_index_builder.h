@@ -39,6 +39,10 @@ class PcIndexBuilder {
     std::vector<SkipRecord> skips;  // data_rel relative to `data`
     std::uint64_t last = 0;
     std::uint64_t count = 0;
+    // The block's last delta written (0: none yet) and how many more of it
+    // came since, not written yet (PostingDeltas: a run).
+    std::uint64_t run_delta = 0;
+    std::uint64_t run_extra = 0;
     // The pc of the event before every posting so far (null when some
     // posting had none, or a different one).
     Postings* follows = nullptr;
@@ -55,6 +59,9 @@ class PcIndexBuilder {
   // Resolves p.leader and p.shift (followers of followers lead to the first
   // pc of the chain).
   static void Resolve(Postings& p);
+  // Writes p's pending repeats of run_delta (as many deltas, or 0 and
+  // their count, whichever is shorter).
+  void EndRun(Postings& p);
   struct Slot {
     std::uint64_t pc = 0;
     Postings* postings = nullptr;  // into pcs_ (nodes are stable)

@@ -1,5 +1,5 @@
-// The pc index's encoding (index format version 5): followers and grouped
-// pc entries, on crafted pc sequences whose answers a scan gives.
+// The pc index's encoding (index format versions 5 and 6): followers,
+// grouped pc entries and runs of equal deltas, on crafted pc sequences whose answers a scan gives.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -171,6 +171,47 @@ TEST(PcEncodingTest, FollowersAndEntrySize) {
   VectorIndexSink straight_sink;
   straight.Flush(straight_sink);
   EXPECT_LE(straight_sink.bytes().size(), 300u * 7);
+}
+
+// A loop's leader executed with one period (here 200 events, a 2-byte
+// delta) 1,000 times: its deltas are runs (version 6), a few bytes per
+// block of 128 (version 5: 2 bytes per posting). A period that changes now
+// and then still answers as a scan (CraftedSequencesAnswerAsAScan covers
+// runs across blocks and segments).
+TEST(PcEncodingTest, PeriodicPostingsAreRuns) {
+  PcIndexBuilder builder;
+  std::vector<std::uint64_t> at;
+  std::uint64_t e = 5;
+  for (int i = 0; i < 1000; ++i) {
+    at.push_back(e);
+    builder.Add(kLoop, e);
+    e += i % 300 == 299 ? 7 : i % 97 == 0 ? 3 : 200;
+  }
+  VectorIndexSink sink;
+  const auto [offset, count] = builder.Flush(sink);
+  ASSERT_EQ(count, 1u);
+  EXPECT_LE(offset, 8u * 16 + 32 + 8 * 20) << "version 5: ~2,000 bytes";
+  SegmentRecord seg{};
+  seg.pcs_offset = offset;
+  seg.pc_count = count;
+  std::vector<std::uint8_t>& bytes = sink.bytes();
+  const PcTable table(bytes.data(), bytes.data() + bytes.size(), seg);
+  const auto rec = table.Find(kLoop);
+  ASSERT_TRUE(rec);
+  ASSERT_EQ(rec->count, at.size());
+  // Every posting back, block by block.
+  std::size_t k = 0;
+  for (std::uint64_t b = 0; b < (at.size() + 127) / 128; ++b) {
+    const auto skip = LoadRecord<SkipRecord>(bytes.data() + rec->skips_offset + 16 * b);
+    ASSERT_EQ(skip.first_event, at[k++]);
+    PostingDeltas deltas{bytes.data() + rec->data_offset + skip.data_rel,
+                         bytes.data() + bytes.size()};
+    std::uint64_t value = skip.first_event;
+    for (int j = 1; j < 128 && k < at.size(); ++j) {
+      value += deltas.Next();
+      ASSERT_EQ(value, at[k++]) << "posting " << k - 1;
+    }
+  }
 }
 
 }  // namespace

@@ -34,6 +34,7 @@
 #include "backstep/core/register_file.h"
 #include "backstep/core/trace_reader.h"
 #include "backstep/core/types.h"
+#include "index/entry_decoder.h"
 #include "index/index_builder.h"
 #include "index/index_format.h"
 
