@@ -14,7 +14,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
-#include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,6 +37,7 @@
 #include "recorder/pid_namespace_test_util.h"
 #include "recorder/recorder.h"
 #include "recorder/replayed_state_test_util.h"
+#include "recorder/signal_disposition.h"
 #include "recorder/usercorn_sink.h"
 
 namespace backstep::record::test_util {
@@ -263,13 +263,8 @@ inline std::vector<EmuOptions::QuietSignal> QuietSignals(const std::string& trac
   });
   // The fatal one that ended the program (crash.c) is not given: every
   // engine records it where the fault raises it.
-  if (!out.empty() && out.back().after == instructions) {
-    const int sig = out.back().signal;
-    const bool ignored_by_default = sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH ||
-                                    sig == SIGCONT || sig == SIGSTOP || sig == SIGTSTP ||
-                                    sig == SIGTTIN || sig == SIGTTOU;
-    if (!ignored_by_default) out.pop_back();
-  }
+  if (!out.empty() && out.back().after == instructions && KillsByDefault(out.back().signal))
+    out.pop_back();
   return out;
 }
 

@@ -13,6 +13,8 @@
 namespace backstep::record {
 namespace {
 
+bool IgnoredByDefault(int sig) { return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH; }
+
 // The signal mask `field` ("SigCgt:", "SigIgn:") of /proc/PID/status;
 // nullopt when it cannot be read.
 std::optional<std::uint64_t> SignalMask(pid_t pid, std::string_view field) {
@@ -45,11 +47,15 @@ bool IgnoresSignal(pid_t pid, int sig) {
 
 bool DiscardsSignal(pid_t pid, int sig) {
   if (IgnoresSignal(pid, sig)) return true;
-  return !HandlesSignal(pid, sig) && (sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH);
+  return !HandlesSignal(pid, sig) && IgnoredByDefault(sig);
 }
 
 bool StopsByDefault(int sig) {
   return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+bool KillsByDefault(int sig) {
+  return !IgnoredByDefault(sig) && !StopsByDefault(sig) && sig != SIGCONT;
 }
 
 bool RestartsSyscall(std::uint64_t rax) {

@@ -31,6 +31,11 @@ bool DiscardsSignal(pid_t pid, int sig);
 // Whether `sig`'s default action stops the process.
 bool StopsByDefault(int sig);
 
+// Whether `sig`'s default action ends the process (terminate or core dump):
+// neither ignored by default (SIGCHLD, SIGURG, SIGWINCH), nor stopping,
+// nor SIGCONT.
+bool KillsByDefault(int sig);
+
 // A system call's result that makes the kernel restart it when no handler
 // runs (-ERESTARTSYS, -ERESTARTNOINTR, -ERESTARTNOHAND, -ERESTART_RESTARTBLOCK).
 bool RestartsSyscall(std::uint64_t rax);

@@ -18,7 +18,6 @@
 // BACKSTEP_CROSSCHECK_COMMANDS adds real programs (crosscheck_test_util.h), named RealPrograms/
 // NativePtraceCrossCheck.MaterializedTraceEqualsPtraceTrace/N.
 #include <gtest/gtest.h>
-#include <sched.h>
 
 #include <cstdio>
 #include <string>
@@ -26,6 +25,7 @@
 
 #include "recorder/crosscheck_test_util.h"
 #include "recorder/native/native_test_util.h"
+#include "recorder/native/one_cpu.h"
 #include "recorder/trace_compare_test_util.h"
 
 namespace backstep::record {
@@ -52,14 +52,7 @@ TEST_P(NativePtraceCrossCheck, MaterializedTraceEqualsPtraceTrace) {
         options.portable_cpuid = cpuid == NativeLog::Cpuid::kPortable;
         // On the CPU the native engine pins the program to, in either mode
         // (sched_getaffinity's answer is the same).
-        cpu_set_t mine, one;
-        sched_getaffinity(0, sizeof mine, &mine);
-        int cpu = 0;
-        while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &mine)) ++cpu;
-        CPU_ZERO(&one);
-        CPU_SET(cpu, &one);
-        if (sched_setaffinity(0, sizeof one, &one) != 0)
-          return core::Status::IOError("cannot run on CPU " + std::to_string(cpu));
+        if (core::Status s = PinToCpu(0, FirstAllowedCpu()); !s.ok()) return s;
         const ProgramEnvironment environment(cpuid);
         return Record(options, sink);
       },
