@@ -94,8 +94,10 @@ struct NativeOptions {
   // --cpuid portable: require the portable table (CPUID faulting).
   bool portable_cpuid = false;
   // Snapshots (snapshot.h), each in LOG.snapN: at the first system call
-  // stop after `snapshot_ms` milliseconds or `snapshot_syscalls` system
-  // calls since the last one (0: not by that measure; both 0: none).
+  // stop after `snapshot_ms` milliseconds of the program's CPU time (its
+  // process CPU clock: not its waits, not the recorder's stops) or
+  // `snapshot_syscalls` system calls since the last one (0: not by that
+  // measure; both 0: none).
   std::uint64_t snapshot_ms = 0, snapshot_syscalls = 0;
   // Inputs given instead of the kernel's and the CPU's (tests: another
   // engine's run of the program, as EmuOptions gives them): AT_RANDOM's 16

@@ -311,6 +311,26 @@ TEST(NativeRecord, ForkChildsCpuidIsAnswered) {
   for (const std::string& p : {log_path, out_path}) std::remove(p.c_str());
 }
 
+// --snapshot-ms measures the program's CPU time, not the record phase's
+// clock: a program that waits (sleep 0.1: one nanosleep, ~1 ms of CPU) is
+// not snapshotted after its wait, which a wall clock would do at the next
+// call; an interval then holds about as many instructions however slow
+// the record phase runs.
+TEST(NativeRecord, SnapshotsGoByTheProgramsCpuTime) {
+  if (access("/bin/sleep", X_OK) != 0) GTEST_SKIP() << "no /bin/sleep";
+  const std::string log_path = ::testing::TempDir() + "/sleep.nlog";
+  NativeOptions options;
+  options.snapshot_ms = 20;
+  ASSERT_EQ(test_util::RecordNativeLog({"/bin/sleep", "0.1"}, log_path, options), "");
+  core::Expected<NativeLog> log = ReadNativeLog(log_path);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_EQ(log->end, NativeLog::End::kExited);
+  EXPECT_EQ(log->snapshots.size(), 0u);
+  for (const SnapshotRef& snap : log->snapshots)
+    std::remove((log_path.substr(0, log_path.rfind('/') + 1) + snap.file).c_str());
+  std::remove(log_path.c_str());
+}
+
 // Signals the program raises or that interrupt a system call are delivered
 // as that call returns, as without the recorder (the program's output is
 // its native one); materialization delivers both where they were (SIGUSR1

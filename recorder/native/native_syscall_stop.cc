@@ -1,0 +1,181 @@
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "backstep/core/hex.h"
+#include "recorder/native/native_session.h"
+#include "recorder/signal_disposition.h"
+#include "recorder/syscall_effects.h"
+
+namespace backstep::record {
+namespace {
+
+constexpr std::uint64_t kPage = 4096;
+
+std::string Errno() { return std::strerror(errno); }
+
+}  // namespace
+
+void NativeSession::CollectWrites(LoggedSyscall* call, bool full_diff) {
+  const user_regs_struct& e = call->entry;
+  const std::uint64_t nr = e.orig_rax, result = call->exit.rax;
+  const std::uint64_t args[6] = {e.rdi, e.rsi, e.rdx, e.r10, e.r8, e.r9};
+  const bool failed = result > ~std::uint64_t{4095};
+  std::vector<Range>& ranges = ranges_;
+  ranges.clear();
+  if (nr == kSysMmap && !failed && !(args[3] & MAP_ANONYMOUS)) {
+    // A file mapping: materialization maps anonymous memory and writes this.
+    std::vector<std::uint8_t> contents((args[1] + kPage - 1) / kPage * kPage);
+    tracee_.ReadMemoryZeroFill(result, contents);
+    ForEachNonZeroRun(contents, [&](std::size_t offset, std::size_t length) {
+      call->writes.push_back(
+          {result + offset, {contents.begin() + offset, contents.begin() + offset + length}});
+    });
+    return;
+  }
+  if (full_diff) {
+    ++result_.full_diffs;
+    entry_memory_.Diff(tracee_, &ranges);
+  } else {
+    KnownOutputs(nr, args, result, &ranges);
+  }
+  if (ranges.empty()) return;
+  call->writes.reserve(ranges.size());
+  local_iov_.clear();
+  remote_iov_.clear();
+  std::size_t total = 0;
+  for (const Range& r : ranges) {
+    LoggedWrite& w = call->writes.emplace_back();
+    w.address = r.start;
+    w.bytes.resize(r.size);
+    local_iov_.push_back({w.bytes.data(), w.bytes.size()});
+    remote_iov_.push_back({reinterpret_cast<void*>(r.start), r.size});
+    total += r.size;
+  }
+  // All of them in one process_vm_readv (up to IOV_MAX buffers at a time);
+  // when one is not all readable, each is read as far as it goes (from
+  // /proc/PID/mem, as the rest of the recorder reads), the same bytes.
+  constexpr std::size_t kIovMax = 1024;
+  std::size_t done = 0;
+  for (std::size_t i = 0; i < local_iov_.size(); i += kIovMax) {
+    const std::size_t n = std::min(kIovMax, local_iov_.size() - i);
+    std::size_t want = 0;
+    for (std::size_t k = i; k < i + n; ++k) want += local_iov_[k].iov_len;
+    const ssize_t got = process_vm_readv(pid_, &local_iov_[i], n, &remote_iov_[i], n, 0);
+    if (got != static_cast<ssize_t>(want)) break;
+    done += want;
+  }
+  if (done == total) return;
+  for (LoggedWrite& w : call->writes) w.bytes.resize(tracee_.ReadMemory(w.address, w.bytes));
+  std::erase_if(call->writes, [](const LoggedWrite& w) { return w.bytes.empty(); });
+}
+
+core::Status NativeSession::OnSyscall() {
+  LoggedSyscall call;
+  if (core::Status s = tracee_.GetRegs(&call.entry); !s.ok()) return s;
+  const user_regs_struct& e = call.entry;
+  const std::uint64_t nr = e.orig_rax;
+  std::uint64_t clone_flags = e.rdi;
+  if (nr == SYS_clone3 &&
+      tracee_.ReadMemory(e.rdi, {reinterpret_cast<std::uint8_t*>(&clone_flags), 8}) != 8)
+    clone_flags = CLONE_THREAD;
+  if ((nr == SYS_clone || nr == SYS_clone3) && (clone_flags & CLONE_THREAD)) {
+    return core::Status::Unsupported(
+        "the program creates a thread (clone with CLONE_THREAD at " + core::HexU64(e.rip - 2) +
+        "): --engine native records single-threaded programs only (use --engine ptrace)");
+  }
+  // fork/vfork/clone of a process: the parent is recorded (the child runs:
+  // ServeUnrecordedChild). A CLONE_VM child writes the parent's memory.
+  const bool shares_memory =
+      nr == SYS_vfork || ((nr == SYS_clone || nr == SYS_clone3) && (clone_flags & CLONE_VM));
+  if (nr == SYS_execve || nr == SYS_execveat) {
+    return core::Status::Unsupported("the program calls execve (at " + core::HexU64(e.rip - 2) +
+                                     "): not supported by --engine native");
+  }
+  if (nr == kSysRseq) {
+    // Skipped, ENOSYS, as the other engines (the kernel would write the rseq area).
+    user_regs_struct skip = e;
+    skip.orig_rax = ~std::uint64_t{0};
+    skip.rax = static_cast<std::uint64_t>(-ENOSYS);
+    if (core::Status s = tracee_.SetRegs(skip); !s.ok()) return s;
+  }
+  ReadSignalSetup(e);
+  // A held signal is queued again: delivered as this call returns, or it
+  // interrupts the call at once if the call would wait (pause, read...),
+  // as when it arrives there natively.
+  if (!held_.empty() && !requeued_) {
+    requeued_ = held_.front();
+    held_.erase(held_.begin());
+    syscall(SYS_tgkill, pid_, pid_, requeued_->si_signo);
+  }
+  const std::uint64_t args[6] = {e.rdi, e.rsi, e.rdx, e.r10, e.r8, e.r9};
+  ranges_.clear();
+  const bool full_diff =
+      shares_memory || (!ChangesMappings(nr) && !KnownOutputs(nr, args, 0, &ranges_));
+  if (full_diff) {
+    if (core::Status s = entry_memory_.Init(tracee_); !s.ok()) return s;
+  }
+  // Run it to its exit stop (signals are delivered only on the way back to
+  // the program, after it).
+  while (true) {
+    if (ptrace(PTRACE_SYSCALL, pid_, nullptr, 0) != 0)
+      return core::Status::IOError("PTRACE_SYSCALL: " + Errno());
+    core::Expected<int> status = Wait();
+    if (!status.ok()) return status.status();
+    if (WIFEXITED(*status) || WIFSIGNALED(*status)) {
+      call.exit = call.entry;  // exit, exit_group (or killed in the call)
+      log_.syscalls.push_back(std::move(call));
+      ++result_.syscalls;
+      Finish(*status);
+      return core::Status::Ok();
+    }
+    if (WSTOPSIG(*status) == (SIGTRAP | 0x80)) break;
+    const int event = *status >> 16;
+    unsigned long born = 0;
+    if ((event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK ||
+         event == PTRACE_EVENT_CLONE) &&
+        ptrace(PTRACE_GETEVENTMSG, pid_, nullptr, &born) == 0 && born > 0)
+      children_.insert(static_cast<pid_t>(born));
+  }
+  if (core::Status s = tracee_.GetRegs(&call.exit); !s.ok()) return s;
+  const std::uint64_t kernel_result = call.exit.rax;
+  if (core::Status s = given_.Apply(tracee_, nr, args, &call.exit.rax); !s.ok()) return s;
+  if (call.exit.rax != kernel_result) {
+    if (core::Status s = tracee_.SetRegs(call.exit); !s.ok()) return s;
+  }
+  if (nr == SYS_restart_syscall && interrupted_) {
+    // The kernel resumes the call a discarded signal interrupted (nanosleep
+    // with -ERESTART_RESTARTBLOCK): the emulated program, which never saw
+    // the interruption, is still in that call.
+    call.entry = interrupted_->entry;
+  }
+  interrupted_.reset();
+  // Whether a signal is pending as the call returns. The kernel's result
+  // says so for one that interrupted the call (-ERESTART*); a call may
+  // raise one (kill, tgkill, a mask change, SIGPIPE with -EPIPE...) and the
+  // recorder queued one at its entry (requeued_). Otherwise the call could
+  // not have raised one: one that arrived from elsewhere while it ran is
+  // not looked for (two PTRACE_PEEKSIGINFO saved per call); its delivery
+  // stop comes next and it is held, as one arriving just after the return.
+  const bool succeeded = call.exit.rax <= ~std::uint64_t{4095};
+  pending_at_exit_ = (!succeeded || !CannotRaiseSignal(nr) || requeued_) && SignalPending();
+  exit_rip_ = call.exit.rip;
+  // Interrupted by a signal (it is pending): the kernel runs the call again
+  // unless a handler runs; logged only with that signal.
+  if (RestartsSyscall(call.exit.rax) && !pending_at_exit_) return core::Status::Ok();
+  CollectWrites(&call, full_diff);
+  if (succeeded && new_action_) signals_.actions[new_action_->first] = new_action_->second;
+  if (succeeded && !new_altstack_.empty()) signals_.altstack = new_altstack_;
+  log_.syscalls.push_back(std::move(call));
+  ++result_.syscalls;
+  if (pending_at_exit_ || nr == kSysRseq) return core::Status::Ok();
+  return MaybeSnapshot();
+}
+
+}  // namespace backstep::record
