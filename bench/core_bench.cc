@@ -5,6 +5,8 @@
 //   BACKSTEP_BENCH_EVENTS  events in the generated trace (default 10^7; 10^8 works, ~25 GB RAM free
 //                          not needed: generation and indexing stream)
 //   BACKSTEP_BENCH_DIR     where the trace and its index go (default /tmp/backstep-bench)
+//   BACKSTEP_BENCH_SNAPSHOT_BLOCKS  blocks between an access list's page snapshots when the
+//                          index is built by the run (default: the index's, 128)
 // Latency benchmarks report p50/p99 in microseconds as counters.
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -96,7 +98,12 @@ Fixture& GetFixture() {
 std::shared_ptr<Trace> OpenIndexed() {
   Fixture& f = GetFixture();
   if (!f.trace) {
-    auto t = Trace::Open(f.path);
+    // BACKSTEP_BENCH_SNAPSHOT_BLOCKS: blocks between page snapshots when the
+    // index is built here (an index already beside the trace is reused).
+    OpenOptions options;
+    options.index_snapshot_blocks =
+        static_cast<std::uint32_t>(EnvU64("BACKSTEP_BENCH_SNAPSHOT_BLOCKS", 0));
+    auto t = Trace::Open(f.path, options);
     if (!t.ok()) {
       std::fprintf(stderr, "open: %s\n", t.status().ToString().c_str());
       std::exit(1);
