@@ -108,6 +108,18 @@ struct Decoded {
     bool opmask = false;
   };
   std::optional<Gather> gather;
+  // An EVEX read under an opmask (k1-k7, merging or zeroing: vmovdqu8
+  // (%rdi),%zmm16{%k1}{z}): element i, element_size bytes at the operand's
+  // address + i * element_size, is read only when bit i of the mask is set;
+  // the CPU neither reads the others nor faults on them (glibc's *_evex
+  // functions load a buffer's tail this way, up to a page's end). Not in
+  // `reads`.
+  struct MaskedRead {
+    MemOperand address;  // address.size: the whole operand, every element
+    std::uint8_t element_size = 1;
+    std::uint8_t mask_register = 1;  // k1-k7
+  };
+  std::vector<MaskedRead> masked_reads;
 };
 
 class InsnDecoder {
@@ -135,6 +147,11 @@ class InsnDecoder {
   static void GatherReads(const Decoded::Gather& g, const user_regs_struct& before,
                           const CpuLayout& layout, std::span<const std::uint8_t> xstate_before,
                           std::vector<Range>* out);
+  // The reads of masked read `m` (Decoded::masked_reads), given the
+  // registers before its step and the value of its opmask register: one
+  // range per run of enabled elements.
+  static void MaskedReads(const Decoded::MaskedRead& m, const user_regs_struct& before,
+                          std::uint64_t opmask, std::vector<Range>* out);
 
  private:
   void DecodeInto(core::Address pc, std::span<const std::uint8_t> bytes, Decoded* d);

@@ -152,4 +152,21 @@ void InsnDecoder::GatherReads(const Decoded::Gather& g, const user_regs_struct& 
   }
 }
 
+void InsnDecoder::MaskedReads(const Decoded::MaskedRead& m, const user_regs_struct& before,
+                              std::uint64_t opmask, std::vector<Range>* out) {
+  const std::uint64_t base = OperandAddress(before, m.address);
+  const unsigned elements = m.address.size / m.element_size;
+  for (unsigned i = 0; i < elements && i < 64;) {
+    if (!((opmask >> i) & 1)) {
+      ++i;
+      continue;
+    }
+    unsigned end = i + 1;
+    while (end < elements && end < 64 && ((opmask >> end) & 1)) ++end;
+    out->push_back(
+        {base + std::uint64_t{i} * m.element_size, std::uint64_t{end - i} * m.element_size});
+    i = end;
+  }
+}
+
 }  // namespace backstep::record

@@ -125,7 +125,15 @@ bool DecodeWithZydis(core::Address pc, std::span<const std::uint8_t> bytes, Deco
       }
       continue;
     }
-    if (reads) d->reads.push_back(m);
+    const ZydisRegister opmask = insn.avx.mask.reg;
+    if (reads && masked && !broadcast && opmask > ZYDIS_REGISTER_K0 &&
+        opmask <= ZYDIS_REGISTER_K7 && op.element_size >= 8 &&
+        m.size % (op.element_size / 8) == 0) {
+      d->masked_reads.push_back({m, static_cast<std::uint8_t>(op.element_size / 8),
+                                 static_cast<std::uint8_t>(opmask - ZYDIS_REGISTER_K0)});
+    } else if (reads) {
+      d->reads.push_back(m);
+    }
     if (writes) {
       m.maybe = masked || !(op.actions & ZYDIS_OPERAND_ACTION_WRITE);
       d->writes.push_back(m);

@@ -153,6 +153,66 @@ TEST(ZydisFallback, GatherLanes) {
   EXPECT_EQ(reads[1].size, 8u);
 }
 
+// Masked EVEX reads: only the elements whose opmask bit is set are read
+// (the CPU neither reads nor faults on the others), one range per run.
+TEST(ZydisFallback, MaskedReadsAreTheEnabledElements) {
+  user_regs_struct r{};
+  r.rdi = 0x10000;
+  r.rsi = 0x20000;
+  struct Case {
+    const char* what;
+    std::vector<std::uint8_t> bytes;
+    unsigned mask_register;
+    std::uint64_t opmask;
+    std::vector<Range> reads;
+  };
+  const std::vector<Case> cases = {
+      {"vmovdqu8 (%rdi),%zmm16{%k1}{z}",
+       {0x62, 0xe1, 0x7f, 0xc9, 0x6f, 0x07},
+       1,
+       0x7,
+       {{0x10000, 3}}},
+      {"vmovdqu8 (%rdi),%zmm16{%k1}{z}, k1 = 0", {0x62, 0xe1, 0x7f, 0xc9, 0x6f, 0x07}, 1, 0, {}},
+      {"vmovdqu8 (%rdi),%zmm16{%k1}{z}, two runs",
+       {0x62, 0xe1, 0x7f, 0xc9, 0x6f, 0x07},
+       1,
+       0xf00000000000000full,
+       {{0x10000, 4}, {0x1003c, 4}}},
+      {"vmovdqu32 0x10(%rsi),%ymm17{%k2}",
+       {0x62, 0xe1, 0x7e, 0x2a, 0x6f, 0x8e, 0x10, 0x00, 0x00, 0x00},
+       2,
+       0xf05,  // bits 8-11: past the 8 elements
+       {{0x20010, 4}, {0x20018, 4}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    InsnDecoder decoder;
+    const Decoded& d = decoder.Decode(kPc, c.bytes);
+    EXPECT_EQ(d.size, c.bytes.size());
+    EXPECT_FALSE(d.unknown_reads);
+    std::vector<Range> reads;
+    InsnDecoder::Reads(d, r, r, &reads);
+    EXPECT_TRUE(reads.empty()) << "a masked read is not a whole-operand read";
+    ASSERT_EQ(d.masked_reads.size(), 1u);
+    EXPECT_EQ(d.masked_reads[0].mask_register, c.mask_register);
+    InsnDecoder::MaskedReads(d.masked_reads[0], r, c.opmask, &reads);
+    ASSERT_EQ(reads.size(), c.reads.size());
+    for (std::size_t i = 0; i < reads.size(); ++i) {
+      EXPECT_EQ(reads[i].start, c.reads[i].start);
+      EXPECT_EQ(reads[i].size, c.reads[i].size);
+    }
+  }
+  // Without an opmask (k0) the whole operand is read.
+  InsnDecoder decoder;
+  const Decoded& d =
+      decoder.Decode(kPc, std::vector<std::uint8_t>{0x62, 0xe1, 0x7f, 0x48, 0x6f, 0x07});
+  EXPECT_TRUE(d.masked_reads.empty());
+  std::vector<Range> reads;
+  InsnDecoder::Reads(d, r, r, &reads);
+  ASSERT_EQ(reads.size(), 1u);
+  EXPECT_EQ(reads[0].size, 64u);
+}
+
 // Bytes no decoder knows: no silent "reads nothing".
 TEST(ZydisFallback, UndecodableIsMarked) {
   InsnDecoder decoder;

@@ -22,6 +22,10 @@ void PtraceSession::CollectReads(const Decoded& d, const user_regs_struct& after
   read_ranges_.clear();
   InsnDecoder::Reads(d, regs_, after, &read_ranges_);
   if (d.gather) InsnDecoder::GatherReads(*d.gather, regs_, layout_, gather_xstate_, &read_ranges_);
+  // The opmask as the step left it (xstate_, fetched after it: d.fp), which
+  // is its value before: a masked read does not write its mask.
+  for (const Decoded::MaskedRead& m : d.masked_reads)
+    InsnDecoder::MaskedReads(m, regs_, layout_.Opmask(xstate_, m.mask_register), &read_ranges_);
   std::uint64_t total = 0;
   for (const Range& r : read_ranges_) total += r.size;
   read_data_.assign(total, 0);
