@@ -13,7 +13,6 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <set>
 #include <string>
 #include <utility>
@@ -52,16 +51,12 @@ TEST_P(GatherReads, EnabledLanesAreRead) {
   const std::string program = std::string(BACKSTEP_RECORD_PROGRAMS) + "/" + GetParam();
   const std::string out = ::testing::TempDir() + "/gathers.out";
   ReadsSink sink;
-  RecordOptions options;
-  options.spawn.argv = {program};
-  auto r = test_util::RecordPrintingTo(options, sink, out);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  ASSERT_EQ(r->end, RecordResult::End::kExited);
-  EXPECT_EQ(r->undecodable, 0u);
-  EXPECT_EQ(r->unbounded_reads, 0u);
-  std::ifstream printed(out);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(printed, line);) lines.push_back(line);
+  RecordResult result;
+  core::Expected<std::vector<std::string>> printed =
+      test_util::RecordedProgramsLines(program, sink, out, &result);
+  ASSERT_TRUE(printed.ok()) << printed.status().message();
+  EXPECT_EQ(result.unbounded_reads, 0u);
+  const std::vector<std::string>& lines = *printed;
   ASSERT_FALSE(lines.empty());
   unsigned long long tables[3] = {};
   ASSERT_EQ(std::sscanf(lines[0].c_str(), "table32 %llx table64 %llx table_qd %llx", &tables[0],

@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <set>
 #include <string>
 #include <utility>
@@ -55,15 +54,10 @@ TEST_P(MaskedReads, EnabledElementsAreRead) {
   const std::string program = std::string(BACKSTEP_RECORD_PROGRAMS) + "/" + GetParam();
   const std::string out = ::testing::TempDir() + "/masked_loads.out";
   ReadsSink sink;
-  RecordOptions options;
-  options.spawn.argv = {program};
-  auto r = test_util::RecordPrintingTo(options, sink, out);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  ASSERT_EQ(r->end, RecordResult::End::kExited);
-  EXPECT_EQ(r->undecodable, 0u);
-  std::ifstream printed(out);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(printed, line);) lines.push_back(line);
+  core::Expected<std::vector<std::string>> printed =
+      test_util::RecordedProgramsLines(program, sink, out);
+  ASSERT_TRUE(printed.ok()) << printed.status().message();
+  const std::vector<std::string>& lines = *printed;
   ASSERT_FALSE(lines.empty());
   unsigned long long tail = 0, ints = 0;
   ASSERT_EQ(std::sscanf(lines[0].c_str(), "tail %llx ints %llx", &tail, &ints), 2) << lines[0];
