@@ -53,11 +53,28 @@ core::Expected<std::unique_ptr<UsercornSink>> UsercornSink::Create(const std::st
   core::Expected<std::unique_ptr<core::UsercornRecordingWriter>> w =
       core::CreateUsercornRecording(path, records_reads);
   if (!w.ok()) return w.status();
-  return std::unique_ptr<UsercornSink>(new UsercornSink(std::move(*w)));
+  return std::unique_ptr<UsercornSink>(new UsercornSink(std::move(*w), false));
 }
 
-UsercornSink::UsercornSink(std::unique_ptr<core::UsercornRecordingWriter> writer)
-    : writer_(std::move(writer)) {}
+core::Expected<std::unique_ptr<UsercornSink>> UsercornSink::CreatePart(const std::string& path,
+                                                                       bool first) {
+  core::Expected<std::unique_ptr<core::UsercornRecordingWriter>> w =
+      core::CreateUsercornPart(path, first);
+  if (!w.ok()) return w.status();
+  return std::unique_ptr<UsercornSink>(new UsercornSink(std::move(*w), !first));
+}
+
+UsercornSink::UsercornSink(std::unique_ptr<core::UsercornRecordingWriter> writer, bool resume)
+    : writer_(std::move(writer)), resume_(resume) {}
+
+void UsercornSink::Cut() { writer_->Cut(); }
+
+core::Status UsercornSink::AppendPart(const std::string& path, std::uint64_t size) {
+  joined_ = true;
+  return writer_->AppendPart(path, size);
+}
+
+std::uint64_t UsercornSink::bytes_written() const { return writer_->bytes_written(); }
 
 UsercornSink::~UsercornSink() = default;
 
@@ -123,6 +140,11 @@ void UsercornSink::Convert(std::span<const core::RegisterWrite> registers, bool 
 
 core::Status UsercornSink::OnStart(const StartInfo& start) {
   Convert(start.registers, true);
+  if (resume_) {
+    // The state one sink would have here: the halves (Convert) and the pc.
+    writer_->Resume(start.pc);
+    return writer_->status();
+  }
   std::vector<core::UsercornRegisterValue> regs;
   for (const Reg& r : regs_) regs.push_back({r.unicorn, r.value});
   std::vector<core::UsercornRecordingWriter::SpecialRegister> special;
@@ -238,7 +260,7 @@ core::Status UsercornSink::OnExec(const ExecRecord& exec) {
 }
 
 void UsercornSink::OnKilled(int signal) {
-  if (finished_ || killed_) return;
+  if (finished_ || killed_ || joined_) return;
   killed_ = true;
   writer_->AppendKilled(signal);
 }
@@ -246,7 +268,7 @@ void UsercornSink::OnKilled(int signal) {
 core::Status UsercornSink::Finish(bool exited) {
   if (finished_) return writer_->status();
   finished_ = true;
-  if (exited && !killed_) writer_->AppendExit();
+  if (exited && !killed_ && !joined_) writer_->AppendExit();
   return writer_->Finish();
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "backstep/core/expected.h"
@@ -22,6 +23,9 @@ struct Interval {
   const Snapshot* snapshot = nullptr;  // null: from exec
   bool last = false;                   // runs to the program's end
   std::string where;                   // for messages: " of interval 3 (...)"
+  // Set: called after the system call each snapshot follows (in the
+  // interval: an interval's end is a part's end, which needs no call).
+  std::function<void()> cut;
 };
 
 // Materializes `interval` into `sink` (which gets OnStart, the interval's
@@ -31,7 +35,7 @@ core::Expected<RecordResult> MaterializeInterval(const NativeLog& log, const Int
                                                  RecordingSink& sink, std::uint64_t* positions);
 
 // Every interval of `log` (it has snapshots), in parallel, joined into `sink`.
-core::Expected<RecordResult> MaterializeIntervals(const NativeLog& log, RecordingSink& sink,
+core::Expected<RecordResult> MaterializeIntervals(const NativeLog& log, UsercornSink& sink,
                                                   const MaterializeOptions& options);
 
 }  // namespace backstep::record
