@@ -33,14 +33,14 @@
 #include <array>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "backstep/core/expected.h"
+#include "backstep/core/usercorn_recording.h"
 #include "recorder/recording_sink.h"
-
-namespace backstep::core {
-class UsercornRecordingWriter;
-}
 
 namespace backstep::record {
 
@@ -83,16 +83,15 @@ class UsercornSink final : public RecordingSink {
 
  private:
   UsercornSink(std::unique_ptr<core::UsercornRecordingWriter> writer, bool resume);
-  // Splits registers into REG values and SPREG data (kept in special_data_).
+  // Splits registers into REG values (regs_) and SPREG data (special_,
+  // spans into special_bytes_), valid until the next call.
   void Convert(std::span<const core::RegisterWrite> registers, bool keyframe);
 
   std::unique_ptr<core::UsercornRecordingWriter> writer_;
-  struct Reg {
-    std::uint16_t unicorn;
-    std::uint64_t value;
-  };
-  std::vector<Reg> regs_;
-  std::vector<std::pair<std::uint16_t, std::vector<std::uint8_t>>> special_;
+  std::vector<core::UsercornRegisterValue> regs_;
+  std::vector<core::UsercornRecordingWriter::SpecialRegister> special_;
+  std::vector<std::uint8_t> special_bytes_;
+  std::vector<std::pair<std::uint16_t, std::size_t>> special_sizes_;  // unicorn, bytes
   // The current thread's register halves (other threads' in others_).
   struct Halves {
     std::array<std::array<std::uint8_t, 64>, 32> zmm{};  // xmmN | ymmNh | zmmNh
