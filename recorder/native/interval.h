@@ -23,8 +23,10 @@ struct Interval {
   const Snapshot* snapshot = nullptr;  // null: from exec
   bool last = false;                   // runs to the program's end
   std::string where;                   // for messages: " of interval 3 (...)"
-  // Set: called after the system call each snapshot follows (in the
-  // interval: an interval's end is a part's end, which needs no call).
+  // Set in a single pass over a log with snapshots: called right after
+  // each system call a snapshot follows, where the intervals' parts meet
+  // (UsercornSink::Cut). Unset in a worker: its interval's end is its
+  // part's end.
   std::function<void()> cut;
 };
 
