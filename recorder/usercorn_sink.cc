@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <string>
 
 #include "backstep/core/usercorn_recording.h"
 #include "backstep/core/usercorn_registers.h"
@@ -11,20 +13,47 @@ namespace {
 
 constexpr std::uint16_t kUnicornYmm0 = 154, kUnicornZmm0 = 186;
 
-// The parts of vector register N: xmmN, ymmNh, zmmNh.
-struct VectorIds {
-  core::RegisterId xmm[32], ymmh[32], zmmh[32];
-  VectorIds() {
-    for (int i = 0; i < 32; ++i) {
-      xmm[i] = *core::X86_64().Find("xmm" + std::to_string(i));
-      ymmh[i] = *core::X86_64().Find("ymm" + std::to_string(i) + "h");
-      zmmh[i] = *core::X86_64().Find("zmm" + std::to_string(i) + "h");
-    }
-  }
+// What Convert does with a register, by its id (a table: the registers
+// of every instruction go through it).
+struct Form {
+  std::uint16_t size = 0;
+  std::uint16_t unicorn = core::kNoUnicornRegister;  // UnicornOf
+  std::uint16_t pair = core::kNoUnicornRegister;     // SplitU64Of
+  std::uint64_t pair_mask = 0;                       // its bits in the pair's u64
+  unsigned pair_shift = 0;
+  std::int8_t vector = -1;  // part of vector register `index`: 0 xmm, 1 ymmh, 2 zmmh
+  std::uint8_t index = 0;
+  bool tracked = false;
 };
-const VectorIds& Vectors() {
-  static const VectorIds ids;
-  return ids;
+
+const std::vector<Form>& Forms() {
+  static const std::vector<Form> forms = [] {
+    const core::UsercornArch& arch = core::UsercornX86_64();
+    const core::ArchDescription& x86 = core::X86_64();
+    std::vector<Form> table(x86.register_count());
+    for (core::RegisterId id = 0; id < table.size(); ++id) {
+      Form& f = table[id];
+      f.size = x86.info(id).size;
+      f.unicorn = arch.UnicornOf(id);
+      f.tracked = arch.IsTracked(id);
+      f.pair = arch.SplitU64Of(id);
+      if (f.pair != core::kNoUnicornRegister) {
+        f.pair_shift = f.unicorn == f.pair ? 0 : 8 * x86.info(arch.Find(f.pair)).size;
+        f.pair_mask = ((std::uint64_t(1) << (8 * f.size)) - 1) << f.pair_shift;
+      }
+    }
+    for (int i = 0; i < 32; ++i) {
+      const char* parts[] = {"xmm", "ymm", "zmm"};
+      const char* suffix[] = {"", "h", "h"};
+      for (int kind = 0; kind < 3; ++kind) {
+        const auto id = *x86.Find(std::string(parts[kind]) + std::to_string(i) + suffix[kind]);
+        table[id].vector = static_cast<std::int8_t>(kind);
+        table[id].index = static_cast<std::uint8_t>(i);
+      }
+    }
+    return table;
+  }();
+  return forms;
 }
 
 std::uint8_t Prot(const Mapping& m) {
@@ -53,80 +82,108 @@ core::Expected<std::unique_ptr<UsercornSink>> UsercornSink::Create(const std::st
   core::Expected<std::unique_ptr<core::UsercornRecordingWriter>> w =
       core::CreateUsercornRecording(path, records_reads);
   if (!w.ok()) return w.status();
-  return std::unique_ptr<UsercornSink>(new UsercornSink(std::move(*w)));
+  return std::unique_ptr<UsercornSink>(new UsercornSink(std::move(*w), false));
 }
 
-UsercornSink::UsercornSink(std::unique_ptr<core::UsercornRecordingWriter> writer)
-    : writer_(std::move(writer)) {}
+core::Expected<std::unique_ptr<UsercornSink>> UsercornSink::CreatePart(const std::string& path,
+                                                                       bool first) {
+  core::Expected<std::unique_ptr<core::UsercornRecordingWriter>> w =
+      core::CreateUsercornPart(path, first);
+  if (!w.ok()) return w.status();
+  return std::unique_ptr<UsercornSink>(new UsercornSink(std::move(*w), !first));
+}
+
+UsercornSink::UsercornSink(std::unique_ptr<core::UsercornRecordingWriter> writer, bool resume)
+    : writer_(std::move(writer)), resume_(resume) {}
+
+void UsercornSink::Cut() { writer_->Cut(); }
+
+core::Status UsercornSink::AppendPart(const std::string& path, std::uint64_t size) {
+  joined_ = true;
+  return writer_->AppendPart(path, size);
+}
+
+std::uint64_t UsercornSink::bytes_written() const { return writer_->bytes_written(); }
 
 UsercornSink::~UsercornSink() = default;
 
 void UsercornSink::Convert(std::span<const core::RegisterWrite> registers, bool keyframe) {
-  const core::UsercornArch& arch = core::UsercornX86_64();
-  const core::ArchDescription& x86 = core::X86_64();
-  const VectorIds& v = Vectors();
+  const std::vector<Form>& forms = Forms();
   regs_.clear();
   special_.clear();
-  bool ymm_dirty[32] = {}, zmm_dirty[32] = {};
-  std::vector<std::uint16_t> split_dirty;
+  special_bytes_.clear();
+  special_sizes_.clear();
+  std::uint32_t ymm_dirty = 0, zmm_dirty = 0;  // bit N: vector register N
+  std::uint16_t split_dirty[8];                // FIP and FDP on x86-64
+  std::size_t splits = 0;
+  auto add_special = [&](std::uint16_t unicorn, const std::uint8_t* bytes, std::size_t size) {
+    special_bytes_.insert(special_bytes_.end(), bytes, bytes + size);
+    special_sizes_.emplace_back(unicorn, size);
+  };
   for (const core::RegisterWrite& r : registers) {
-    const std::uint16_t size = x86.info(r.reg).size;
-    for (int i = 0; i < 32; ++i) {
-      if (r.reg == v.xmm[i]) std::memcpy(halves_.zmm[i].data(), r.value, 16);
-      if (r.reg == v.ymmh[i]) {
-        std::memcpy(halves_.zmm[i].data() + 16, r.value, 16);
-        ymm_dirty[i] = true;
-      }
-      if (r.reg == v.zmmh[i]) {
-        std::memcpy(halves_.zmm[i].data() + 32, r.value, 32);
-        zmm_dirty[i] = true;
+    if (r.reg >= forms.size()) continue;
+    const Form& f = forms[r.reg];
+    if (f.vector >= 0) {
+      std::uint8_t* z = halves_.zmm[f.index].data();
+      if (f.vector == 0) {
+        std::memcpy(z, r.value, 16);
+      } else if (f.vector == 1) {
+        std::memcpy(z + 16, r.value, 16);
+        ymm_dirty |= 1u << f.index;
+      } else {
+        std::memcpy(z + 32, r.value, 32);
+        zmm_dirty |= 1u << f.index;
       }
     }
-    if (const std::uint16_t pair = arch.SplitU64Of(r.reg); pair != core::kNoUnicornRegister) {
+    if (f.pair != core::kNoUnicornRegister) {
       // Half of a u64 REG (FIP = fioff + fiseg): update that half, send both.
-      std::uint64_t& value = halves_.split[pair];
-      const unsigned shift = arch.UnicornOf(r.reg) == pair ? 0 : 8 * x86.info(arch.Find(pair)).size;
-      const std::uint64_t mask = ((std::uint64_t(1) << (8 * size)) - 1) << shift;
+      std::uint64_t& value = halves_.split[f.pair];
       std::uint64_t half = 0;
-      std::memcpy(&half, r.value, size);
-      value = (value & ~mask) | (half << shift);
-      if (std::find(split_dirty.begin(), split_dirty.end(), pair) == split_dirty.end()) {
-        split_dirty.push_back(pair);
+      std::memcpy(&half, r.value, f.size);
+      value = (value & ~f.pair_mask) | (half << f.pair_shift);
+      if (std::find(split_dirty, split_dirty + splits, f.pair) == split_dirty + splits) {
+        if (splits < std::size(split_dirty)) split_dirty[splits++] = f.pair;
       }
       continue;
     }
-    const std::uint16_t unicorn = arch.UnicornOf(r.reg);
-    if (unicorn == core::kNoUnicornRegister) continue;
-    if (size <= 8) {
+    if (f.unicorn == core::kNoUnicornRegister) continue;
+    if (f.size <= 8) {
       std::uint64_t value = 0;
-      std::memcpy(&value, r.value, size);
-      if (keyframe && arch.IsTracked(r.reg) && value == 0) continue;
-      regs_.push_back({unicorn, value});
+      std::memcpy(&value, r.value, f.size);
+      if (keyframe && f.tracked && value == 0) continue;
+      regs_.push_back({f.unicorn, value});
     } else {
-      special_.emplace_back(unicorn, std::vector<std::uint8_t>(r.value, r.value + size));
+      add_special(f.unicorn, r.value, f.size);
     }
   }
-  for (std::uint16_t pair : split_dirty) regs_.push_back({pair, halves_.split[pair]});
+  for (std::size_t i = 0; i < splits; ++i)
+    regs_.push_back({split_dirty[i], halves_.split[split_dirty[i]]});
   // A changed upper part goes out with the parts below it: ZMMn (64 bytes)
   // when zmmNh changed, else YMMn (32 bytes).
-  for (int i = 0; i < 32; ++i) {
+  for (std::uint32_t dirty = ymm_dirty | zmm_dirty; dirty; dirty &= dirty - 1) {
+    const int i = __builtin_ctz(dirty);
     const auto& z = halves_.zmm[i];
-    if (zmm_dirty[i]) {
-      special_.emplace_back(static_cast<std::uint16_t>(kUnicornZmm0 + i),
-                            std::vector<std::uint8_t>(z.begin(), z.end()));
-    } else if (ymm_dirty[i]) {
-      special_.emplace_back(static_cast<std::uint16_t>(kUnicornYmm0 + i),
-                            std::vector<std::uint8_t>(z.begin(), z.begin() + 32));
+    if (zmm_dirty & (1u << i)) {
+      add_special(static_cast<std::uint16_t>(kUnicornZmm0 + i), z.data(), 64);
+    } else {
+      add_special(static_cast<std::uint16_t>(kUnicornYmm0 + i), z.data(), 32);
     }
+  }
+  // The spans, once the bytes no longer move.
+  std::size_t at = 0;
+  for (const auto& [unicorn, size] : special_sizes_) {
+    special_.emplace_back(unicorn, std::span<const std::uint8_t>(special_bytes_.data() + at, size));
+    at += size;
   }
 }
 
 core::Status UsercornSink::OnStart(const StartInfo& start) {
   Convert(start.registers, true);
-  std::vector<core::UsercornRegisterValue> regs;
-  for (const Reg& r : regs_) regs.push_back({r.unicorn, r.value});
-  std::vector<core::UsercornRecordingWriter::SpecialRegister> special;
-  for (const auto& [unicorn, data] : special_) special.emplace_back(unicorn, data);
+  if (resume_) {
+    // The state one sink would have here: the halves (Convert) and the pc.
+    writer_->Resume(start.pc);
+    return writer_->status();
+  }
   std::vector<core::UsercornMapping> maps;
   for (const Mapping& m : start.mappings) maps.push_back(ToUsercorn(m));
   auto read = [&](const core::UsercornMapping& u, std::vector<std::uint8_t>* out) {
@@ -135,22 +192,18 @@ core::Status UsercornSink::OnStart(const StartInfo& start) {
     }
     return core::Status::Ok();
   };
-  return writer_->Begin(0, regs, maps, read, start.pc, special);
+  return writer_->Begin(0, regs_, maps, read, start.pc, special_);
 }
 
 void UsercornSink::OnInstruction(const InstructionRecord& insn) {
   Convert(insn.registers, false);
-  std::vector<core::UsercornRegisterValue> regs;
-  for (const Reg& r : regs_) regs.push_back({r.unicorn, r.value});
-  std::vector<core::UsercornRecordingWriter::SpecialRegister> special;
-  for (const auto& [unicorn, data] : special_) special.emplace_back(unicorn, data);
   core::UsercornInstruction u;
   u.pc = insn.pc;
   u.size = insn.size;
   u.writes = insn.writes;
   u.reads = insn.reads;
-  u.registers = regs;
-  u.special = special;
+  u.registers = regs_;
+  u.special = special_;
   writer_->AppendInstruction(u);
 }
 
@@ -163,7 +216,7 @@ void UsercornSink::OnSyscall(const SyscallRecord& s) {
   for (const Mapping& m : s.mapped) writer_->MemMap(ToUsercorn(m));
   for (const Mapping& m : s.protected_) writer_->MemProt(m.start, m.size, Prot(m));
   for (const core::MemoryAccess& w : s.writes) writer_->MemWrite(w.address, w.data);
-  for (const Reg& r : regs_) writer_->Reg(r.unicorn, r.value);
+  for (const core::UsercornRegisterValue& r : regs_) writer_->Reg(r.unicorn, r.value);
   for (const auto& [unicorn, data] : special_) writer_->SpReg(unicorn, data);
   writer_->EndSyscall();
 }
@@ -181,24 +234,16 @@ void UsercornSink::OnThreadStart(const ThreadStartRecord& start) {
   OnThreadSwitch(start.thread, std::nullopt);
   halves_ = Halves();
   Convert(start.registers, false);
-  std::vector<core::UsercornRegisterValue> regs;
-  for (const Reg& r : regs_) regs.push_back({r.unicorn, r.value});
-  std::vector<core::UsercornRecordingWriter::SpecialRegister> special;
-  for (const auto& [unicorn, data] : special_) special.emplace_back(unicorn, data);
-  writer_->StartThread(regs, special, start.pc);
+  writer_->StartThread(regs_, special_, start.pc);
 }
 
 void UsercornSink::OnSignal(const SignalRecord& s) {
   Convert(s.registers, false);
-  std::vector<core::UsercornRegisterValue> regs;
-  for (const Reg& r : regs_) regs.push_back({r.unicorn, r.value});
-  std::vector<core::UsercornRecordingWriter::SpecialRegister> special;
-  for (const auto& [unicorn, data] : special_) special.emplace_back(unicorn, data);
   core::UsercornInstruction u;
   u.pc = s.handler;
   u.writes = s.writes;
-  u.registers = regs;
-  u.special = special;
+  u.registers = regs_;
+  u.special = special_;
   writer_->AppendSignal(s.signal, s.siginfo, u);
 }
 
@@ -211,10 +256,6 @@ core::Status UsercornSink::OnExec(const ExecRecord& exec) {
   // The vector registers' halves start again from the new state.
   halves_ = Halves();
   Convert(exec.registers, false);
-  std::vector<core::UsercornRegisterValue> regs;
-  for (const Reg& r : regs_) regs.push_back({r.unicorn, r.value});
-  std::vector<core::UsercornRecordingWriter::SpecialRegister> special;
-  for (const auto& [unicorn, data] : special_) special.emplace_back(unicorn, data);
   std::vector<std::pair<core::Address, std::uint64_t>> unmaps;
   for (const Mapping& m : exec.unmapped) unmaps.emplace_back(m.start, m.size);
   std::vector<core::UsercornMapping> maps;
@@ -230,15 +271,15 @@ core::Status UsercornSink::OnExec(const ExecRecord& exec) {
     }
     return core::Status::Ok();
   };
-  out.registers = regs;
-  out.special = special;
+  out.registers = regs_;
+  out.special = special_;
   out.pc = exec.pc;
   writer_->AppendExec(out);
   return writer_->status();
 }
 
 void UsercornSink::OnKilled(int signal) {
-  if (finished_ || killed_) return;
+  if (finished_ || killed_ || joined_) return;
   killed_ = true;
   writer_->AppendKilled(signal);
 }
@@ -246,7 +287,7 @@ void UsercornSink::OnKilled(int signal) {
 core::Status UsercornSink::Finish(bool exited) {
   if (finished_) return writer_->status();
   finished_ = true;
-  if (exited && !killed_) writer_->AppendExit();
+  if (exited && !killed_ && !joined_) writer_->AppendExit();
   return writer_->Finish();
 }
 

@@ -18,20 +18,29 @@
 // keyframe's stack holds it above argv and envp (position 0 is the state
 // right after exec, rsp at argc), where the recorder checks it is.
 //
+// Parts (usercorn_recording.h's CreateUsercornPart): a trace cut into
+// intervals can be written by several sinks at once, one part each, and
+// joined by concatenation. What a sink keeps across a cut is the writer's
+// fall-through pc and the vector and split registers' halves (Convert); a
+// part that continues another gets both from OnStart (the state where it
+// starts), without writing a keyframe, so that it writes what one sink
+// writing every interval writes, provided that sink calls Cut() where the
+// parts meet.
+//
 // Thread-safety: one thread at a time.
 #pragma once
 
 #include <array>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "backstep/core/expected.h"
+#include "backstep/core/usercorn_recording.h"
 #include "recorder/recording_sink.h"
-
-namespace backstep::core {
-class UsercornRecordingWriter;
-}
 
 namespace backstep::record {
 
@@ -41,7 +50,19 @@ class UsercornSink final : public RecordingSink {
   // recorder runs with RecordOptions::reads), and OnInstruction writes them.
   static core::Expected<std::unique_ptr<UsercornSink>> Create(const std::string& path,
                                                               bool records_reads = false);
+  // A part of a trace (see above): `first`, the one with the keyframe.
+  static core::Expected<std::unique_ptr<UsercornSink>> CreatePart(const std::string& path,
+                                                                  bool first);
   ~UsercornSink() override;
+
+  // Where two parts meet: the writer's Cut().
+  void Cut();
+  // Appends a finished part (`size`: the bytes it reported) as is; then
+  // OnKilled and Finish write nothing more (the last part holds the end),
+  // Finish completes the file.
+  core::Status AppendPart(const std::string& path, std::uint64_t size);
+  // Bytes written so far (a finished part's size).
+  std::uint64_t bytes_written() const;
 
   core::Status OnStart(const StartInfo& start) override;
   void OnInstruction(const InstructionRecord& insn) override;
@@ -61,17 +82,16 @@ class UsercornSink final : public RecordingSink {
   core::Status Finish(bool exited) override;
 
  private:
-  explicit UsercornSink(std::unique_ptr<core::UsercornRecordingWriter> writer);
-  // Splits registers into REG values and SPREG data (kept in special_data_).
+  UsercornSink(std::unique_ptr<core::UsercornRecordingWriter> writer, bool resume);
+  // Splits registers into REG values (regs_) and SPREG data (special_,
+  // spans into special_bytes_), valid until the next call.
   void Convert(std::span<const core::RegisterWrite> registers, bool keyframe);
 
   std::unique_ptr<core::UsercornRecordingWriter> writer_;
-  struct Reg {
-    std::uint16_t unicorn;
-    std::uint64_t value;
-  };
-  std::vector<Reg> regs_;
-  std::vector<std::pair<std::uint16_t, std::vector<std::uint8_t>>> special_;
+  std::vector<core::UsercornRegisterValue> regs_;
+  std::vector<core::UsercornRecordingWriter::SpecialRegister> special_;
+  std::vector<std::uint8_t> special_bytes_;
+  std::vector<std::pair<std::uint16_t, std::size_t>> special_sizes_;  // unicorn, bytes
   // The current thread's register halves (other threads' in others_).
   struct Halves {
     std::array<std::array<std::uint8_t, 64>, 32> zmm{};  // xmmN | ymmNh | zmmNh
@@ -82,6 +102,8 @@ class UsercornSink final : public RecordingSink {
   std::uint32_t thread_ = 0;
   bool finished_ = false;
   bool killed_ = false;  // OnKilled: the EXIT is written
+  bool resume_ = false;  // a part that continues another: OnStart writes no keyframe
+  bool joined_ = false;  // parts appended: they hold the whole trace
 };
 
 }  // namespace backstep::record

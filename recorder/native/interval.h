@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "backstep/core/expected.h"
@@ -22,6 +23,11 @@ struct Interval {
   const Snapshot* snapshot = nullptr;  // null: from exec
   bool last = false;                   // runs to the program's end
   std::string where;                   // for messages: " of interval 3 (...)"
+  // Set in a single pass over a log with snapshots: called right after
+  // each system call a snapshot follows, where the intervals' parts meet
+  // (UsercornSink::Cut). Unset in a worker: its interval's end is its
+  // part's end.
+  std::function<void()> cut;
 };
 
 // Materializes `interval` into `sink` (which gets OnStart, the interval's
@@ -31,7 +37,7 @@ core::Expected<RecordResult> MaterializeInterval(const NativeLog& log, const Int
                                                  RecordingSink& sink, std::uint64_t* positions);
 
 // Every interval of `log` (it has snapshots), in parallel, joined into `sink`.
-core::Expected<RecordResult> MaterializeIntervals(const NativeLog& log, RecordingSink& sink,
+core::Expected<RecordResult> MaterializeIntervals(const NativeLog& log, UsercornSink& sink,
                                                   const MaterializeOptions& options);
 
 }  // namespace backstep::record

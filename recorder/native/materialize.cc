@@ -7,7 +7,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -21,6 +23,7 @@ extern char** environ;
 #include "recorder/native/snapshot.h"
 #include "recorder/signal_disposition.h"
 #include "recorder/syscall_effects.h"
+#include "recorder/usercorn_sink.h"
 
 namespace backstep::record {
 namespace {
@@ -28,16 +31,23 @@ namespace {
 constexpr std::uint64_t kTf = 1u << 8, kRf = 1u << 16;
 
 // Forwards everything to the real sink, counting positions (instructions
-// and signal deliveries) so that a divergence can name its position.
+// and signal deliveries) so that a divergence can name its position, and
+// cuts the trace (Interval::cut) after the system calls it is told to.
 class CountingSink : public RecordingSink {
  public:
-  explicit CountingSink(RecordingSink& sink) : sink_(sink) {}
+  CountingSink(RecordingSink& sink, std::function<void()> cut)
+      : sink_(sink), cut_(std::move(cut)) {}
   core::Status OnStart(const StartInfo& start) override { return sink_.OnStart(start); }
   void OnInstruction(const InstructionRecord& insn) override {
     ++positions_;
     sink_.OnInstruction(insn);
   }
-  void OnSyscall(const SyscallRecord& syscall) override { sink_.OnSyscall(syscall); }
+  void OnSyscall(const SyscallRecord& syscall) override {
+    sink_.OnSyscall(syscall);
+    if (cut_pending_) cut_(), cut_pending_ = false;
+  }
+  // The system call the engine records next ends an interval.
+  void CutAfterNextSyscall() { cut_pending_ = static_cast<bool>(cut_); }
   void OnSignal(const SignalRecord& signal) override {
     ++positions_;
     sink_.OnSignal(signal);
@@ -48,6 +58,8 @@ class CountingSink : public RecordingSink {
 
  private:
   RecordingSink& sink_;
+  std::function<void()> cut_;
+  bool cut_pending_ = false;
   std::uint64_t positions_ = 0;
 };
 
@@ -78,7 +90,7 @@ class LogAnswerer : public SyscallSource {
  public:
   // Answers the log's system calls [first, limit): the recording stops
   // after limit - 1 unless it is the log's last.
-  LogAnswerer(const NativeLog& log, const CountingSink& sink, std::size_t first, std::size_t limit,
+  LogAnswerer(const NativeLog& log, CountingSink& sink, std::size_t first, std::size_t limit,
               std::string where)
       : log_(log), sink_(sink), next_(first), limit_(limit), where_(std::move(where)) {
     SkipRseq();
@@ -108,7 +120,7 @@ class LogAnswerer : public SyscallSource {
   core::Status CompareEntry(const user_regs_struct& regs, const LoggedSyscall& logged) const;
 
   const NativeLog& log_;
-  const CountingSink& sink_;
+  CountingSink& sink_;
   std::size_t next_ = 0;
   const std::size_t limit_;
   const std::string where_;  // after the position: which interval, if not the whole run
@@ -166,6 +178,12 @@ core::Expected<Stop> LogAnswerer::Answer(Tracee& tracee, const user_regs_struct&
   const bool ends = nr == SYS_exit || nr == SYS_exit_group;
   ++next_;
   ends_ = next_ == limit_ && limit_ < log_.syscalls.size();
+  // A snapshot follows this call: where an interval ends (ends_), or a
+  // single pass cuts.
+  const auto snapshot =
+      std::lower_bound(log_.snapshots.begin(), log_.snapshots.end(), next_,
+                       [](const SnapshotRef& r, std::size_t call) { return r.syscall < call; });
+  if (snapshot != log_.snapshots.end() && snapshot->syscall == next_) sink_.CutAfterNextSyscall();
   SkipRseq();
   // rt_sigreturn's "result" is the rax it restores (-EINTR after an
   // interrupted call): it always runs.
@@ -315,7 +333,7 @@ core::Expected<RecordResult> MaterializeInterval(const NativeLog& log, const Int
       return HostCpuid(one, saved, leaf, subleaf);
     };
   }
-  CountingSink counting(sink);
+  CountingSink counting(sink, interval.cut);
   const std::size_t limit = interval.last ? log.syscalls.size() : interval.limit;
   LogAnswerer answerer(log, counting, interval.first, limit, interval.where);
   emu.syscalls = &answerer;
@@ -346,13 +364,15 @@ core::Expected<RecordResult> MaterializeInterval(const NativeLog& log, const Int
   return result;
 }
 
-core::Expected<RecordResult> Materialize(const NativeLog& log, RecordingSink& sink,
+core::Expected<RecordResult> Materialize(const NativeLog& log, UsercornSink& sink,
                                          const MaterializeOptions& options) {
   if (options.use_snapshots && !log.snapshots.empty())
     return MaterializeIntervals(log, sink, options);
   Interval whole;
   whole.limit = log.syscalls.size();
   whole.last = true;
+  // Cut where the intervals meet, so that the trace is the parts' bytes.
+  whole.cut = [&sink] { sink.Cut(); };
   return MaterializeInterval(log, whole, sink, nullptr);
 }
 

@@ -27,11 +27,20 @@
 // cut there: interval 0 from exec to the first snapshot, interval k from
 // snapshot k - 1 (restored into the emu engine's proxy process: snapshot.h)
 // to the system call the next one follows, each materialized in a process
-// of its own (`jobs` at once) into a spool file (spool_sink.h), answering
-// the log's system calls from its snapshot's on and stopping after its
-// last; the spools are replayed in order into `sink`, which so gets the
-// calls a single pass makes. A divergence names its interval and the
-// position in the joined trace.
+// of its own (`jobs` at once), answering the log's system calls from its
+// snapshot's on and stopping after its last. Each writes its interval as
+// finished UCIR: a part file (UsercornSink::CreatePart) of whole snappy
+// chunks, without the file header; interval 0's starts with the keyframe,
+// the others' continue with the writer state at their start (the
+// snapshot's registers: the vector registers' halves; the fall-through pc:
+// the snapshot's rip). The join only appends each part's bytes to `sink`'s
+// file in order (UsercornSink::AppendPart: copy_file_range). The single
+// pass (use_snapshots false) cuts its writer after the system
+// call each snapshot follows (UsercornSink::Cut: the open frame closed, a
+// short snappy chunk), as a part ends there, so both write the same file
+// byte for byte. A divergence names its interval and the position in the
+// joined trace; what the failing interval wrote before it stays in the
+// trace, which is finished there.
 //
 // Signals (LoggedSyscall::signal_after): delivered, with the logged
 // siginfo, right after the emulated call returns (SyscallSource::Signal).
@@ -54,6 +63,7 @@
 #include "recorder/native/native_log.h"
 #include "recorder/recorder.h"
 #include "recorder/recording_sink.h"
+#include "recorder/usercorn_sink.h"
 
 namespace backstep::record {
 
@@ -63,19 +73,21 @@ struct MaterializeOptions {
   unsigned jobs = 1;
   // False: one pass from exec even when the log has snapshots.
   bool use_snapshots = true;
-  // Where the intervals' spool files go (removed after the join); empty:
-  // the system's temporary directory.
-  std::string spool_directory;
+  // Where the intervals' part files go (in a directory of their own,
+  // removed after the join); empty: the system's temporary directory.
+  std::string part_directory;
   // Set (and the log has snapshots): the last interval, where the program
-  // crashed or exited, is materialized first and written alone to this
-  // UCIR file (its position 0 is the last snapshot), then on_tail() is
-  // called while the other intervals go on: the end of the run can be
-  // debugged before the whole trace exists.
+  // crashed or exited, is materialized first and its worker also writes it
+  // alone to this UCIR file (its position 0 is the last snapshot: a
+  // keyframe), then on_tail() is called while the other intervals go on:
+  // the end of the run can be debugged before the whole trace exists.
   std::string tail_path;
   std::function<void()> on_tail;
 };
 
-core::Expected<RecordResult> Materialize(const NativeLog& log, RecordingSink& sink,
+// `sink` is finished (its file complete) in every case where it got
+// anything, an error included.
+core::Expected<RecordResult> Materialize(const NativeLog& log, UsercornSink& sink,
                                          const MaterializeOptions& options = {});
 
 }  // namespace backstep::record

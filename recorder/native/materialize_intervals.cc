@@ -1,6 +1,7 @@
 // Parallel materialization (materialize.h, interval.h): one worker process
-// per interval, `jobs` at once, each writing a spool file; the spools are
-// replayed in order into the caller's sink as soon as every earlier one is.
+// per interval, `jobs` at once, each writing its interval as a finished
+// part of the UCIR file (UsercornSink::CreatePart); the parts are appended
+// in order to the caller's sink as soon as every earlier one is.
 //
 // Processes rather than threads: each worker owns its emu engine, its
 // proxy tracee (ptrace is per-thread), the process environment and CPU
@@ -20,7 +21,6 @@
 #include <vector>
 
 #include "recorder/native/interval.h"
-#include "recorder/native/spool_sink.h"
 #include "recorder/usercorn_sink.h"
 
 namespace backstep::record {
@@ -30,10 +30,52 @@ namespace {
 struct Part {
   pid_t pid = -1;
   int fd = -1;
-  std::string report;  // "ok FIELDS" or "err CODE POSITIONS\nMESSAGE"
+  // "ok POSITIONS BYTES FIELDS" or "err CODE POSITIONS BYTES\nMESSAGE"
+  // (BYTES: the part file's size, which the join checks).
+  std::string report;
   bool done = false;
-  std::string spool;
+  std::string path;
 };
+
+// The last interval with a tail (MaterializeOptions::tail_path): every call
+// to the part and to the tail's sink.
+class TeeSink : public RecordingSink {
+ public:
+  TeeSink(RecordingSink& a, RecordingSink& b) : a_(a), b_(b) {}
+  core::Status OnStart(const StartInfo& start) override {
+    core::Status s = a_.OnStart(start);
+    return s.ok() ? b_.OnStart(start) : s;
+  }
+  void OnInstruction(const InstructionRecord& insn) override {
+    a_.OnInstruction(insn);
+    b_.OnInstruction(insn);
+  }
+  void OnSyscall(const SyscallRecord& syscall) override {
+    a_.OnSyscall(syscall);
+    b_.OnSyscall(syscall);
+  }
+  void OnSignal(const SignalRecord& signal) override {
+    a_.OnSignal(signal);
+    b_.OnSignal(signal);
+  }
+  void OnKilled(int signal) override {
+    a_.OnKilled(signal);
+    b_.OnKilled(signal);
+  }
+  core::Status Finish(bool exited) override {
+    core::Status s = a_.Finish(exited), t = b_.Finish(exited);
+    return s.ok() ? t : s;
+  }
+
+ private:
+  RecordingSink& a_;
+  RecordingSink& b_;
+};
+
+std::string ErrorReport(const core::Status& s, std::uint64_t positions, std::uint64_t bytes) {
+  return "err " + std::to_string(int(s.code())) + " " + std::to_string(positions) + " " +
+         std::to_string(bytes) + "\n" + s.message();
+}
 
 core::Status StatusFrom(int code, const std::string& message) {
   switch (static_cast<core::StatusCode>(code)) {
@@ -50,20 +92,22 @@ core::Status StatusFrom(int code, const std::string& message) {
   }
 }
 
-// In the worker: materializes interval k into its spool; the report.
-std::string RunWorker(const NativeLog& log, std::size_t k, const std::string& spool,
-                      bool keep_start) {
+// In the worker: materializes interval k into its part file (and the tail,
+// `tail` not empty); the report.
+std::string RunWorker(const NativeLog& log, std::size_t k, const std::string& path,
+                      const std::string& tail) {
   const std::size_t n = log.snapshots.size() + 1;
   Interval interval;
   Snapshot snapshot;
   if (k > 0) {
     core::Expected<Snapshot> read = ReadSnapshot(log.directory + "/" + log.snapshots[k - 1].file);
-    if (!read.ok())
-      return "err " + std::to_string(int(read.status().code())) + " 0\n" + read.status().message();
+    if (!read.ok()) return ErrorReport(read.status(), 0, 0);
     snapshot = std::move(*read);
     if (snapshot.syscall != log.snapshots[k - 1].syscall)
-      return "err " + std::to_string(int(core::StatusCode::kCorruption)) + " 0\nsnapshot " +
-             log.snapshots[k - 1].file + " is not the log's (taken at another system call)";
+      return ErrorReport(core::Status::Corruption("snapshot " + log.snapshots[k - 1].file +
+                                                  " is not the log's (taken at another system "
+                                                  "call)"),
+                         0, 0);
     interval.snapshot = &snapshot;
     interval.first = snapshot.syscall;
     interval.rdtsc = snapshot.rdtsc;
@@ -74,22 +118,35 @@ std::string RunWorker(const NativeLog& log, std::size_t k, const std::string& sp
                    (k ? "the snapshot after system call #" + std::to_string(interval.first - 1)
                       : std::string("exec")) +
                    ")";
-  core::Expected<std::unique_ptr<SpoolSink>> sink = SpoolSink::Create(spool, keep_start);
-  if (!sink.ok())
-    return "err " + std::to_string(int(sink.status().code())) + " 0\n" + sink.status().message();
-  std::uint64_t positions = 0;
-  core::Expected<RecordResult> r = MaterializeInterval(log, interval, **sink, &positions);
-  if (!r.ok()) {
-    return "err " + std::to_string(int(r.status().code())) + " " + std::to_string(positions) +
-           "\n" + r.status().message();
+  core::Expected<std::unique_ptr<UsercornSink>> part = UsercornSink::CreatePart(path, k == 0);
+  if (!part.ok()) return ErrorReport(part.status(), 0, 0);
+  std::unique_ptr<UsercornSink> tail_sink;
+  if (!tail.empty()) {
+    core::Expected<std::unique_ptr<UsercornSink>> t = UsercornSink::Create(tail, false);
+    if (!t.ok()) return ErrorReport(t.status(), 0, 0);
+    tail_sink = std::move(*t);
   }
+  std::uint64_t positions = 0;
+  TeeSink both(**part, tail_sink ? *tail_sink : **part);
+  core::Expected<RecordResult> r = MaterializeInterval(
+      log, interval, tail_sink ? static_cast<RecordingSink&>(both) : **part, &positions);
+  // Finished in every case (the run finished it unless it could not
+  // start): what the interval wrote before an error stays in the trace.
+  const core::Status finished = (*part)->Finish(false);
+  const std::uint64_t bytes = (*part)->bytes_written();
+  if (!r.ok()) {
+    if (tail_sink) std::remove(tail.c_str());  // a tail only of a run that ended as it did
+    return ErrorReport(r.status(), positions, bytes);
+  }
+  if (!finished.ok()) return ErrorReport(finished, positions, 0);
   std::ostringstream out;
-  out << "ok " << r->instructions << ' ' << r->syscalls << ' ' << int(r->end) << ' ' << r->exit_code
-      << ' ' << r->signal << ' ' << r->signals << ' ' << r->full_diffs;
+  out << "ok " << positions << ' ' << bytes << ' ' << r->instructions << ' ' << r->syscalls << ' '
+      << int(r->end) << ' ' << r->exit_code << ' ' << r->signal << ' ' << r->signals << ' '
+      << r->full_diffs;
   return out.str();
 }
 
-core::Status Launch(const NativeLog& log, std::size_t k, bool keep_start, Part* part) {
+core::Status Launch(const NativeLog& log, std::size_t k, const std::string& tail, Part* part) {
   int fds[2];
   if (pipe(fds) != 0) return core::Status::IOError("pipe: " + std::string(std::strerror(errno)));
   std::fflush(nullptr);  // nothing buffered is written twice
@@ -100,7 +157,7 @@ core::Status Launch(const NativeLog& log, std::size_t k, bool keep_start, Part* 
   }
   if (pid == 0) {
     close(fds[0]);
-    const std::string report = RunWorker(log, k, part->spool, keep_start);
+    const std::string report = RunWorker(log, k, part->path, tail);
     for (std::size_t done = 0; done < report.size();) {
       const ssize_t w = write(fds[1], report.data() + done, report.size() - done);
       if (w <= 0) break;
@@ -130,18 +187,9 @@ void Collect(Part* part) {
   part->pid = -1;
   part->done = true;
   if (part->report.empty())
-    part->report = "err " + std::to_string(int(core::StatusCode::kIOError)) +
-                   " 0\nthe interval's worker process died (status " + std::to_string(status) + ")";
-}
-
-// The last interval alone, as a trace of its own (its start: the snapshot).
-core::Status WriteTail(const std::string& spool, const std::string& path) {
-  core::Expected<std::unique_ptr<UsercornSink>> sink = UsercornSink::Create(path, false);
-  if (!sink.ok()) return sink.status();
-  core::Expected<SpoolCounts> c = ReplaySpool(spool, **sink, /*with_start=*/true);
-  if (!c.ok()) return c.status();
-  if (c->killed) (*sink)->OnKilled(c->killed);
-  return (*sink)->Finish(c->exited);
+    part->report = ErrorReport(core::Status::IOError("the interval's worker process died (status " +
+                                                     std::to_string(status) + ")"),
+                               0, 0);
 }
 
 void StopAll(std::vector<Part>& parts) {
@@ -157,37 +205,36 @@ void StopAll(std::vector<Part>& parts) {
 
 }  // namespace
 
-core::Expected<RecordResult> MaterializeIntervals(const NativeLog& log, RecordingSink& sink,
+core::Expected<RecordResult> MaterializeIntervals(const NativeLog& log, UsercornSink& sink,
                                                   const MaterializeOptions& options) {
   const std::size_t n = log.snapshots.size() + 1;
-  const std::string base = options.spool_directory.empty()
+  const std::string base = options.part_directory.empty()
                                ? std::filesystem::temp_directory_path().string()
-                               : options.spool_directory;
-  std::string dir_template = base + "/backstep-spool-XXXXXX";
+                               : options.part_directory;
+  std::string dir_template = base + "/backstep-parts-XXXXXX";
   if (!mkdtemp(dir_template.data()))
-    return core::Status::IOError("cannot create a spool directory in " + base);
+    return core::Status::IOError("cannot create a directory for the intervals' parts in " + base);
   const std::string dir = dir_template;
   std::vector<Part> parts(n);
-  for (std::size_t k = 0; k < n; ++k) parts[k].spool = dir + "/" + std::to_string(k);
+  for (std::size_t k = 0; k < n; ++k) parts[k].path = dir + "/" + std::to_string(k);
   const std::size_t jobs = std::max(1u, options.jobs);
   // The order the workers start in: the last interval first for the tail.
   const bool tail = !options.tail_path.empty();
   std::vector<std::size_t> order;
   if (tail) order.push_back(n - 1);
   for (std::size_t k = 0; k + (tail ? 1 : 0) < n; ++k) order.push_back(k);
-  bool tail_written = false;
+  bool tail_announced = false;
   std::size_t launched = 0, joined = 0, running = 0;
   std::uint64_t position = 0;  // of the joined trace
   RecordResult total;
-  SpoolCounts last;
   core::Status failure = core::Status::Ok();
+  bool appended = false;  // the file holds something: it is finished, whatever happens
   // Starts workers until `jobs` run: before a join too, so that no core
-  // waits while the join replays a long spool.
+  // waits while the join appends a part.
   auto launch = [&] {
     while (running < jobs && launched < n && failure.ok()) {
       const std::size_t k = order[launched];
-      const bool keep_start = k == 0 || (tail && k + 1 == n);
-      failure = Launch(log, k, keep_start, &parts[k]);
+      failure = Launch(log, k, tail && k + 1 == n ? options.tail_path : std::string(), &parts[k]);
       if (failure.ok()) ++launched, ++running;
     }
     return failure.ok();
@@ -211,12 +258,8 @@ core::Expected<RecordResult> MaterializeIntervals(const NativeLog& log, Recordin
       if (polled[i]->done) --running;
     }
     if (!launch()) break;
-    if (tail && !tail_written && parts[n - 1].done && parts[n - 1].report.rfind("ok", 0) == 0) {
-      tail_written = true;
-      if (core::Status s = WriteTail(parts[n - 1].spool, options.tail_path); !s.ok()) {
-        failure = s;
-        break;
-      }
+    if (tail && !tail_announced && parts[n - 1].done && parts[n - 1].report.rfind("ok", 0) == 0) {
+      tail_announced = true;  // its worker wrote and finished the tail's file
       if (options.on_tail) options.on_tail();
     }
     // Join every finished part whose predecessors are joined.
@@ -227,15 +270,14 @@ core::Expected<RecordResult> MaterializeIntervals(const NativeLog& log, Recordin
       report >> word;
       if (word != "ok") {
         int code = 0;
-        std::uint64_t positions = 0;
-        report >> code >> positions;
+        std::uint64_t positions = 0, bytes = 0;
+        report >> code >> positions >> bytes;
         std::string message;
         std::getline(report, message);
         std::getline(report, message, '\0');
         // What the interval wrote before it failed stays in the trace.
         const std::uint64_t start = position;
-        if (core::Expected<SpoolCounts> c = ReplaySpool(p.spool, sink, joined == 0); c.ok())
-          position += c->positions;
+        if (bytes > 0) appended = sink.AppendPart(p.path, bytes).ok() || appended;
         failure = StatusFrom(code, message + " [interval " + std::to_string(joined) +
                                        " starts at position " + std::to_string(start) +
                                        " of the trace: position " +
@@ -243,18 +285,21 @@ core::Expected<RecordResult> MaterializeIntervals(const NativeLog& log, Recordin
         break;
       }
       int end = 0;
+      std::uint64_t positions = 0, bytes = 0;
       RecordResult r;
-      report >> r.instructions >> r.syscalls >> end >> r.exit_code >> r.signal >> r.signals >>
-          r.full_diffs;
+      report >> positions >> bytes >> r.instructions >> r.syscalls >> end >> r.exit_code >>
+          r.signal >> r.signals >> r.full_diffs;
       r.end = static_cast<RecordResult::End>(end);
-      core::Expected<SpoolCounts> c = ReplaySpool(p.spool, sink, joined == 0);
-      std::remove(p.spool.c_str());
-      if (!c.ok()) {
-        failure = c.status();
+      core::Status s = sink.AppendPart(p.path, bytes);
+      std::remove(p.path.c_str());
+      if (!s.ok()) {
+        failure =
+            StatusFrom(int(s.code()), "interval " + std::to_string(joined) + " (from position " +
+                                          std::to_string(position) + "): " + s.message());
         break;
       }
-      position += c->positions;
-      last = *c;
+      appended = true;
+      position += positions;
       total.instructions += r.instructions;
       total.syscalls += r.syscalls;
       total.signals += r.signals;
@@ -264,14 +309,15 @@ core::Expected<RecordResult> MaterializeIntervals(const NativeLog& log, Recordin
     }
   }
   StopAll(parts);
-  for (const Part& p : parts) std::remove(p.spool.c_str());
+  for (const Part& p : parts) std::remove(p.path.c_str());
   rmdir(dir.c_str());
+  // The file holds the parts appended (the trace up to a failure): the
+  // last one ended it (EXIT), this completes the file.
   if (!failure.ok()) {
-    if (joined > 0 || position > 0) sink.Finish(false);
+    if (appended) sink.Finish(false);
     return failure;
   }
-  if (last.killed) sink.OnKilled(last.killed);
-  if (core::Status s = sink.Finish(last.exited); !s.ok()) return s;
+  if (core::Status s = sink.Finish(true); !s.ok()) return s;
   return total;
 }
 

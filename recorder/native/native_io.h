@@ -1,5 +1,5 @@
 // Binary I/O the native engine's files share (native_log.h's log,
-// snapshot.h's snapshots, spool_sink.h's spools): a little-endian Writer
+// snapshot.h's snapshots): a little-endian Writer
 // into memory, a bounds-checked Reader over memory that keeps the first
 // failure with its offset, and the atomic write of a whole file.
 //
@@ -37,8 +37,7 @@ class Writer {
 };
 
 // Bounds-checked reads from bytes in memory (the log and snapshots are
-// read whole; a spool file, spool_sink.h, is mapped); the first failure is
-// kept with its offset.
+// read whole); the first failure is kept with its offset.
 class Reader {
  public:
   // Over `data`, which must outlive the reader; `name` names it in errors.

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,8 +20,10 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 
 #include "backstep/core/hex.h"
@@ -175,6 +178,61 @@ TEST(NativeIntervals, JoinedIntervalsEqualTheSinglePass) {
   EXPECT_NE(two.status().message().find(": position " + position + " there]"), std::string::npos)
       << two.status().message() << " (the single pass: " << message << ")";
   for (const std::string& p : {log_path, single, joined, parallel.tail_path})
+    std::remove(p.c_str());
+  for (const SnapshotRef& r : log->snapshots) std::remove((log->directory + "/" + r.file).c_str());
+}
+
+std::string FileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A snapshot after every system call (--snapshot-syscalls 1): the workers'
+// parts, joined by concatenation, are the single pass's file byte for byte
+// (each part starts with the one writer's state at its boundary), one
+// interval at a time or two, with the tail written beside or not; the cuts
+// the single pass makes there change no event (position by position equal
+// to a pass without any); no part file is left.
+TEST(NativeIntervals, JoinedPartsAreTheSinglePassByteForByte) {
+  const std::string base = ::testing::TempDir() + "/parts";
+  const std::string log_path = base + ".nlog", single = base + ".single.ucir",
+                    uncut = base + ".uncut.ucir", joined = base + ".joined.ucir",
+                    parts = base + ".dir";
+  ASSERT_EQ(RecordLog("scenario_O2_static", log_path, /*snapshot_syscalls=*/1), "");
+  core::Expected<NativeLog> log = ReadNativeLog(log_path);
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  ASSERT_GE(log->snapshots.size(), 5u);
+  MaterializeOptions one_pass;
+  one_pass.use_snapshots = false;
+  core::Expected<RecordResult> s = MaterializeTo(*log, single, one_pass);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  NativeLog no_snapshots = *log;
+  no_snapshots.snapshots.clear();
+  ASSERT_TRUE(MaterializeTo(no_snapshots, uncut, one_pass).ok());
+  test_util::CompareTraces(uncut, single, "uncut", "single pass");
+  if (HasFatalFailure()) return;
+  const std::string expected = FileBytes(single);
+  ASSERT_GT(expected.size(), 84u);
+  std::filesystem::remove_all(parts);  // a failed run's
+  ASSERT_EQ(mkdir(parts.c_str(), 0700), 0);
+  for (unsigned jobs : {1u, 2u}) {
+    SCOPED_TRACE("jobs " + std::to_string(jobs));
+    MaterializeOptions parallel;
+    parallel.jobs = jobs;
+    parallel.part_directory = parts;
+    if (jobs == 2) parallel.tail_path = base + ".last.ucir";
+    core::Expected<RecordResult> j = MaterializeTo(*log, joined, parallel);
+    ASSERT_TRUE(j.ok()) << j.status().message();
+    EXPECT_EQ(j->instructions, s->instructions);
+    const std::string got = FileBytes(joined);
+    ASSERT_EQ(got.size(), expected.size());
+    const auto diff = std::mismatch(got.begin(), got.end(), expected.begin());
+    EXPECT_TRUE(diff.first == got.end())
+        << "first different byte at offset " << (diff.first - got.begin());
+  }
+  EXPECT_GT(EventCount(base + ".last.ucir"), 0u);
+  EXPECT_EQ(rmdir(parts.c_str()), 0) << "part files left behind";
+  for (const std::string& p : {log_path, single, uncut, joined, base + ".last.ucir"})
     std::remove(p.c_str());
   for (const SnapshotRef& r : log->snapshots) std::remove((log->directory + "/" + r.file).c_str());
 }

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -149,6 +150,49 @@ void AtomicFile::Write(std::span<const std::uint8_t> bytes) {
   if (!status_.ok() || !file_ || bytes.empty()) return;
   if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) Fail("write failed");
   size_ += bytes.size();
+}
+
+void AtomicFile::AppendFrom(int fd, std::uint64_t size) {
+  if (!status_.ok() || !file_ || size == 0) return;
+  if (std::fflush(file_) != 0) return Fail("write failed");
+  const int out = fileno(file_);
+  off_t in = 0;
+  bool copy_range = true;
+  char buffer[1 << 16];
+  for (std::uint64_t done = 0; done < size;) {
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(size - done, std::uint64_t{1} << 30));
+    ssize_t n = -1;
+    if (copy_range) {
+      n = copy_file_range(fd, &in, out, nullptr, want, 0);
+      if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
+        copy_range = false;  // another file system, or no support: copy it here
+        continue;
+      }
+    } else {
+      n = pread(fd, buffer, std::min(want, sizeof buffer), in);
+      for (ssize_t put = 0; n > 0 && put < n;) {
+        const ssize_t w = ::write(out, buffer + put, static_cast<std::size_t>(n - put));
+        if (w > 0) {
+          put += w;
+        } else if (!(w < 0 && errno == EINTR)) {
+          return Fail("write failed");
+        }
+      }
+      if (n > 0) in += n;
+    }
+    if (n > 0) {
+      done += static_cast<std::uint64_t>(n);
+    } else if (n == 0) {
+      errno = EIO;
+      return Fail("the file to append is shorter than expected");
+    } else if (errno != EINTR) {
+      return Fail("append failed");
+    }
+  }
+  // The stream's idea of the position follows the descriptor's again.
+  if (std::fseek(file_, 0, SEEK_END) != 0) return Fail("seek failed");
+  size_ += size;
 }
 
 void AtomicFile::Write(std::string_view text) {

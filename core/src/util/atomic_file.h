@@ -53,6 +53,11 @@ class AtomicFile {
   void Write(std::string_view text);
   void WriteU8(std::uint8_t v) { Write(std::span<const std::uint8_t>(&v, 1)); }
   void WriteLe(std::uint64_t v, int bytes);  // little-endian, 1..8 bytes
+  // Appends the first `size` bytes of the open file `fd` (from its offset
+  // 0; its own offset is not used), by copy_file_range where the kernel
+  // can (no copy through this process), else read and write. An error
+  // (`fd` shorter than `size` included) is remembered as Write's are.
+  void AppendFrom(int fd, std::uint64_t size);
   // Overwrites already written bytes at `offset` (for patched headers).
   void WriteAt(std::uint64_t offset, std::span<const std::uint8_t> bytes);
   // Bytes written so far.

@@ -163,8 +163,33 @@ class UsercornRecordingWriter {
   virtual void MemUnmap(Address address, std::uint64_t size) = 0;
   virtual void MemProt(Address address, std::uint64_t size, std::uint8_t prot) = 0;
 
+  // Parts: a trace written by several processes at once, each a part of
+  // it, and joined by concatenating their bytes
+  // (recorder/native/materialize.h). A part (CreateUsercornPart) is op
+  // chunks with no file header; a cut is a point of the op stream where no
+  // container is open and no byte is buffered, so that what follows starts
+  // a chunk of its own whether one writer goes on or the next part's
+  // starts there. What else crosses a cut is the fall-through pc
+  // (Resume) and the thread (the first: parts are single-threaded).
+  //
+  // Cut(): closes the open frame and writes the buffered bytes out as a
+  // (short) chunk, as Finish() does at a part's end.
+  virtual void Cut() = 0;
+  // In place of Begin() in a part that continues another: no keyframe; the
+  // first instruction follows `next_pc` (the previous part's fall-through)
+  // as it would in one writer.
+  virtual void Resume(std::optional<Address> next_pc) = 0;
+  // Appends the part file at `path`, which its writer finished at
+  // `size` bytes, as is (copy_file_range); this writer must be at a cut.
+  // Corruption naming the file and offset when it is not `size` bytes of
+  // whole snappy chunks.
+  virtual Status AppendPart(const std::string& path, std::uint64_t size) = 0;
+  // Bytes written out so far (a part's size once it is finished).
+  virtual std::uint64_t bytes_written() const = 0;
+
   // Completes the file and renames it into place; may be called at any
-  // point (Ctrl-C): the file is then complete up to the last append.
+  // point (Ctrl-C): the file is then complete up to the last append. A
+  // part is closed where it is (no rename).
   virtual Status Finish() = 0;
   virtual Status status() const = 0;
 };
@@ -174,5 +199,12 @@ class UsercornRecordingWriter {
 // every instruction's reads are in the file, so readers report them.
 Expected<std::unique_ptr<UsercornRecordingWriter>> CreateUsercornRecording(
     const std::string& path, bool records_reads = false);
+// A part of such a file (see Cut()): the op stream only, written to `path`
+// as it goes (a plain file, no rename, no fsync). `first`: the part the
+// file starts with (the snappy stream's identifier, then Begin()); else
+// one that continues another (no identifier, then Resume()).
+Expected<std::unique_ptr<UsercornRecordingWriter>> CreateUsercornPart(const std::string& path,
+                                                                      bool first,
+                                                                      bool records_reads = false);
 
 }  // namespace backstep::core

@@ -123,6 +123,9 @@ class SnappyFrameWriter {
   void Flush();
   // Input bytes accepted so far.
   std::uint64_t bytes_in() const { return bytes_in_; }
+  // The stream continues one written elsewhere (a part of a file that is
+  // joined by concatenation): no stream identifier before the first chunk.
+  void Continue() { wrote_identifier_ = true; }
 
  private:
   void EmitChunk(std::span<const std::uint8_t> data);

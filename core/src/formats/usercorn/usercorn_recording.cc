@@ -208,4 +208,14 @@ Expected<std::unique_ptr<UsercornRecordingWriter>> CreateUsercornRecording(const
   return std::unique_ptr<UsercornRecordingWriter>(std::move(writer));
 }
 
+Expected<std::unique_ptr<UsercornRecordingWriter>> CreateUsercornPart(const std::string& path,
+                                                                      bool first,
+                                                                      bool records_reads) {
+  UsercornWriterOptions options;
+  options.declare_reads = records_reads;
+  BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<UsercornWriter> writer,
+                            UsercornWriter::CreatePart(path, first, options));
+  return std::unique_ptr<UsercornRecordingWriter>(std::move(writer));
+}
+
 }  // namespace backstep::core

@@ -1,6 +1,12 @@
 #include "formats/usercorn/usercorn_writer.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <limits>
 
 namespace backstep::core {
@@ -24,7 +30,77 @@ UsercornWriter::UsercornWriter(UsercornWriterOptions options)
       snappy_([this](std::span<const std::uint8_t> b) { Output(b); }, options_.chunk_mode,
               options_.chunk_size) {}
 
-UsercornWriter::~UsercornWriter() = default;
+UsercornWriter::~UsercornWriter() {
+  if (part_fd_ < 0) return;
+  close(part_fd_);
+  unlink(part_path_.c_str());  // destroyed without Finish(): nothing left behind
+}
+
+Expected<std::unique_ptr<UsercornWriter>> UsercornWriter::CreatePart(
+    const std::string& path, bool first, UsercornWriterOptions options) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::IOError(path + ": cannot create: " + std::strerror(errno));
+  std::unique_ptr<UsercornWriter> w(new UsercornWriter(std::move(options)));
+  w->part_fd_ = fd;
+  w->part_path_ = path;
+  w->part_buf_.reserve((1u << 20) + kSnappyMaxChunkData + 64);
+  if (!first) w->snappy_.Continue();
+  return w;
+}
+
+void UsercornWriter::WritePart() {
+  for (std::size_t done = 0; done < part_buf_.size() && status_.ok();) {
+    const ssize_t n = ::write(part_fd_, part_buf_.data() + done, part_buf_.size() - done);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+    } else if (!(n < 0 && errno == EINTR)) {
+      status_ = Status::IOError(part_path_ + ": write failed: " + std::strerror(errno));
+    }
+  }
+  part_buf_.clear();
+}
+
+Status UsercornWriter::AppendPart(const std::string& path, std::uint64_t size) {
+  if (!open_.empty()) Fail("AppendPart() inside an open frame (not at a cut)");
+  snappy_.Flush();
+  if (!status_.ok()) return status_;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::IOError(path + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  Status checked = Status::Ok();
+  if (fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) != size) {
+    checked = Status::Corruption(path + ": damaged part: " + std::to_string(st.st_size) +
+                                 " bytes, its writer wrote " + std::to_string(size));
+  }
+  // Whole chunks: each header's length leads to the next, the last to the end.
+  for (std::uint64_t at = 0; checked.ok() && at < size;) {
+    std::uint8_t h[4];
+    if (pread(fd, h, 4, static_cast<off_t>(at)) != 4 || (h[0] >= 0x02 && h[0] <= 0x7f) ||
+        at + 4 + (h[1] | h[2] << 8 | std::uint64_t{h[3]} << 16) > size) {
+      checked = Status::Corruption(path + ": damaged part: no whole snappy chunk at offset " +
+                                   std::to_string(at));
+      break;
+    }
+    at += 4 + (h[1] | h[2] << 8 | std::uint64_t{h[3]} << 16);
+  }
+  if (checked.ok()) {
+    if (file_) {
+      file_->AppendFrom(fd, size);
+      if (!file_->status().ok() && status_.ok()) status_ = file_->status();
+    } else {
+      std::vector<std::uint8_t> bytes(size);
+      if (pread(fd, bytes.data(), size, 0) != static_cast<ssize_t>(size)) {
+        checked = Status::IOError(path + ": read failed");
+      }
+      buf_.insert(buf_.end(), bytes.begin(), bytes.end());
+    }
+    written_ += size;
+  }
+  close(fd);
+  // Whatever follows continues the joined stream.
+  snappy_.Continue();
+  return checked.ok() ? status_ : checked;
+}
 
 Expected<std::unique_ptr<UsercornWriter>> UsercornWriter::CreateFile(
     const std::string& path, UsercornWriterOptions options) {
@@ -57,8 +133,12 @@ void UsercornWriter::WriteHeader() {
 }
 
 void UsercornWriter::Output(std::span<const std::uint8_t> bytes) {
+  written_ += bytes.size();
   if (file_) {
     file_->Write(bytes);
+  } else if (part_fd_ >= 0) {
+    part_buf_.insert(part_buf_.end(), bytes.begin(), bytes.end());
+    if (part_buf_.size() >= (1u << 20)) WritePart();
   } else {
     buf_.insert(buf_.end(), bytes.begin(), bytes.end());
   }
@@ -238,6 +318,13 @@ Status UsercornWriter::Finish() {
   finished_ = true;
   while (!open_.empty()) End(open_.back().type, std::nullopt);
   snappy_.Flush();
+  if (part_fd_ >= 0) {
+    WritePart();
+    if (close(part_fd_) != 0 && status_.ok()) {
+      status_ = Status::IOError(part_path_ + ": close failed: " + std::strerror(errno));
+    }
+    part_fd_ = -1;
+  }
   if (!status_.ok()) return status_;
   if (file_) return file_->Commit();
   return Status::Ok();

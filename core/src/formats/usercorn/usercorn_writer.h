@@ -74,6 +74,10 @@ class UsercornWriter final : public UsercornRecordingWriter {
   static Expected<std::unique_ptr<UsercornWriter>> CreateFile(const std::string& path,
                                                               UsercornWriterOptions options = {});
   static std::unique_ptr<UsercornWriter> CreateMemory(UsercornWriterOptions options = {});
+  // A part (usercorn_recording.h's CreateUsercornPart): no header; the
+  // snappy identifier only when `first`.
+  static Expected<std::unique_ptr<UsercornWriter>> CreatePart(const std::string& path, bool first,
+                                                              UsercornWriterOptions options = {});
   ~UsercornWriter() override;
 
   // --- ops ---
@@ -133,6 +137,10 @@ class UsercornWriter final : public UsercornRecordingWriter {
                    std::span<const SpecialRegister> special, Address pc) override;
   // Makes everything appended so far complete chunks in the file.
   void Flush();
+  void Cut() override { Flush(); }
+  void Resume(std::optional<Address> next_pc) override { next_pc_ = next_pc; }
+  Status AppendPart(const std::string& path, std::uint64_t size) override;
+  std::uint64_t bytes_written() const override { return written_; }
 
   // Closes open containers, flushes, commits the file.
   Status Finish() override;
@@ -162,8 +170,15 @@ class UsercornWriter final : public UsercornRecordingWriter {
   void WriteMapping(const UsercornMapping& m, std::span<const std::uint8_t> data);
 
   UsercornWriterOptions options_;
+  // Writes part_buf_ out to part_fd_.
+  void WritePart();
+
   std::optional<AtomicFile> file_;
   std::vector<std::uint8_t> buf_;  // memory mode: the file
+  int part_fd_ = -1;               // part mode: the file (buffered in part_buf_)
+  std::string part_path_;
+  std::vector<std::uint8_t> part_buf_;
+  std::uint64_t written_ = 0;
   SnappyFrameWriter snappy_;
   std::vector<Container> open_;
   std::vector<std::uint8_t> head_;  // scratch for one op's fixed part
