@@ -42,8 +42,8 @@ struct EventNotes {
   std::string exec_path;              // ... of this executable
 };
 
-// Whether the trace's reader writes notes (usercorn UCIR); finding them takes
-// a pass over the events.
+// Whether the trace's reader writes notes (usercorn UCIR); the index lists
+// the events that carry them (Trace::noted_events()).
 bool HasEventNotes(const TraceHeader& header);
 EventNotes ReadEventNotes(const Event& event);
 // The same from an event's kind and description.

@@ -71,7 +71,8 @@ class Trace {
                          std::span<std::uint8_t> known) const;
   // The process's mappings at every position (backstep/core/mappings.h),
   // one timeline per trace, made by the first call: the cursors, the gdb
-  // stub and the queries share its one pass over the events. Thread-safe.
+  // stub and the queries share it (it reads noted_events(), or decodes
+  // the events once when the index has no such list). Thread-safe.
   const MappingTimeline& mappings() const;
   // The events whose descriptions carry event notes or mapping changes
   // (backstep/core/event_notes.h: DescribesNotes), in trace order, as the
