@@ -4,7 +4,7 @@
 Usage: bench/index_breakdown.py INDEX [TRACE]
 
 Reads the file as docs/formats/index-format.md describes it (versions 3
-to 6), independently of the C++ reader: header, directory tables, keyframe ref
+to 7), independently of the C++ reader: header, directory tables, keyframe ref
 arrays, register records, and per segment the pc index (records, skip
 records, postings) and the three access lists (page records, block
 records, entry bytes split into headers, inline data and references, page
@@ -200,7 +200,7 @@ def breakdown(path):
     info = directory(b)
     b.add("header + footer", HEADER + FOOTER)
     dir_size = info["dir_size"]
-    b.add("directory (threads, runs, keyframes, clears, segments)", dir_size)
+    b.add("directory (threads, runs, keyframes, clears, segments, noted events)", dir_size)
     # Thread run lists sit just before the directory.
     runs_lists = 0
     off = info["dir_offset"] + 112

@@ -110,9 +110,11 @@ void WriteIndexDirectory(IndexTables& tables, const TraceHeader& trace,
   dir.register_known_words = probe.raw_known().size();
   dir.flags = (trace.address_kind == AddressKind::kPhysical ? kDirPhysical : 0) |
               (tables.records_reads ? kDirRecordsReads : 0) |
-              (tables.records_reads && !trace.read_values ? kDirReadsWithoutData : 0);
+              (tables.records_reads && !trace.read_values ? kDirReadsWithoutData : 0) | kDirNotes;
   dir.block_entries = options.block_entries;
   dir.snapshot_blocks = options.snapshot_blocks;
+  dir.note_count = tables.notes.size();
+  dir.note_text_size = tables.note_text.size();
   const std::uint64_t dir_offset = sink.size();
   sink.WriteRecord(dir);
   sink.WriteRecords<ThreadRecord>(threads);
@@ -121,6 +123,10 @@ void WriteIndexDirectory(IndexTables& tables, const TraceHeader& trace,
   sink.WriteRecords<std::uint64_t>(tables.memory_clears);
   sink.WriteRecords<RegisterClearRecord>(tables.register_clears);
   sink.WriteRecords<SegmentRecord>(tables.segments);
+  sink.WriteRecords<NoteRecord>(tables.notes);
+  sink.Write(
+      {reinterpret_cast<const std::uint8_t*>(tables.note_text.data()), tables.note_text.size()});
+  sink.Pad8();
   IndexFooter footer{};
   footer.directory_offset = dir_offset;
   footer.directory_size = sink.size() - dir_offset;

@@ -10,13 +10,15 @@
 //   * segments: the pc index and the access lists (writes, reads, inferred
 //     values) of a range of events, accumulated in memory and flushed when
 //     they exceed `memory_budget`, which bounds the builder's memory;
-//   * the directory (threads, runs, keyframes, clears, segments) and the
+//   * the directory (threads, runs, keyframes, clears, segments, the noted
+//     events: those whose description DescribesNotes, with the text) and the
 //     footer with the checksum.
 //
 // Memory: `memory_budget` for the segment being built, plus per thread one
 // RegisterFile and the indices of its runs, 16 bytes per thread switch and
-// 32 per keyframe, and for traces that record reads 520 bytes per touched
-// page (inference_tracker.h).
+// 32 per keyframe, for traces that record reads 520 bytes per touched
+// page (inference_tracker.h), and 32 bytes plus the description per noted
+// event.
 //
 // Parallel (index_parallel.h): the events are split at resume points into
 // one part per core, each indexed by its own reader on its own thread into a

@@ -9,6 +9,7 @@
 #include "backstep/core/register_file.h"
 #include "backstep/testing/index_fuzz.h"
 #include "index/trace_index.h"
+#include "util/hex.h"
 
 namespace backstep::core {
 namespace {
@@ -92,6 +93,59 @@ TEST(CraftedIndexTest, RegisterLayoutMustBeTheArchitectures) {
   std::vector<RegisterFile> files((*index)->thread_count(), RegisterFile(X86_64()));
   (*index)->RestoreKeyframe(0, files);
   for (const RegisterFile& f : files) EXPECT_FALSE(f.known(X86_64().pc()));
+}
+
+TEST(CraftedIndexTest, DamagedNotedEventsAreRefusedNamingTheirOffset) {
+  const std::vector<std::uint8_t> good = IndexSeedFiles().at(0);
+  const Layout l = LayoutOf(good);
+  ASSERT_GE(l.dir.note_count, 2u);  // the fixture's events carry notes
+  ASSERT_TRUE(l.dir.flags & kDirNotes);
+  const std::uint64_t notes = l.segments + l.dir.segment_count * sizeof(SegmentRecord);
+  const std::uint64_t second = notes + sizeof(NoteRecord);
+  {
+    auto owned = std::make_shared<std::vector<std::uint8_t>>(good);
+    SealIndex(*owned);
+    auto index = TraceIndex::Open(owned, *owned, {});
+    ASSERT_TRUE(index.ok()) << index.status().ToString();
+    ASSERT_EQ((*index)->note_count(), l.dir.note_count);
+    EXPECT_FALSE((*index)->note(0).description.empty());
+  }
+  struct Case {
+    const char* what;
+    std::uint64_t at, value;
+    const char* says;
+  } cases[] = {
+      {"event past the end", second + offsetof(NoteRecord, event), l.dir.event_count,
+       "noted event 1: event"},
+      {"events out of order", second + offsetof(NoteRecord, event), 0, "noted event 1: event"},
+      {"text past the note text", second + offsetof(NoteRecord, text_offset), l.dir.note_text_size,
+       "noted event 1: text past"},
+      {"text offset that wraps", second + offsetof(NoteRecord, text_offset), ~std::uint64_t(0),
+       "noted event 1: text past"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::uint8_t> bad = good;
+    Put(bad, c.at, c.value);
+    const Status s = OpenStatus(bad);
+    EXPECT_TRUE(s.IsCorruption()) << c.what << ": " << s.ToString();
+    EXPECT_NE(s.ToString().find("index at offset " + HexU64(second) + ": "), std::string::npos)
+        << c.what << ": " << s.ToString();
+    EXPECT_NE(s.ToString().find(c.says), std::string::npos) << c.what << ": " << s.ToString();
+  }
+  std::vector<std::uint8_t> kind = good;
+  Put(kind, second + offsetof(NoteRecord, kind), std::uint32_t(99));
+  EXPECT_NE(OpenStatus(kind).ToString().find("noted event 1: bad event kind 99"), std::string::npos)
+      << OpenStatus(kind).ToString();
+  // Counts that do not add up to the directory, and notes without the flag.
+  std::vector<std::uint8_t> count = good;
+  Put(count, l.directory + offsetof(IndexDirectory, note_count), (std::uint64_t(1) << 59) + 1);
+  EXPECT_TRUE(OpenStatus(count).IsCorruption()) << OpenStatus(count).ToString();
+  std::vector<std::uint8_t> text = good;
+  Put(text, l.directory + offsetof(IndexDirectory, note_text_size), ~std::uint64_t(0));
+  EXPECT_TRUE(OpenStatus(text).IsCorruption()) << OpenStatus(text).ToString();
+  std::vector<std::uint8_t> flag = good;
+  Put(flag, l.directory + offsetof(IndexDirectory, flags), l.dir.flags & ~kDirNotes);
+  EXPECT_TRUE(OpenStatus(flag).IsCorruption()) << OpenStatus(flag).ToString();
 }
 
 TEST(CraftedIndexTest, EveryDamagedByteIsRefusedOrAnswered) {

@@ -18,7 +18,7 @@ namespace backstep::core {
 inline constexpr char kIndexMagic[8] = {'B', 'S', 'I', 'N', 'D', 'E', 'X', '\n'};
 inline constexpr char kFooterMagic[8] = {'B', 'S', 'I', 'D', 'X', 'E', 'N', 'D'};
 // Bump on any change of layout or meaning; a different version is rebuilt.
-inline constexpr std::uint32_t kIndexVersion = 6;
+inline constexpr std::uint32_t kIndexVersion = 7;
 
 inline constexpr std::uint64_t kPageBits = 12;
 inline constexpr std::uint64_t kPageSize = 1u << kPageBits;
@@ -84,13 +84,23 @@ struct IndexDirectory {
   std::uint64_t flags;                  // kDirPhysical, kDirRecordsReads
   std::uint32_t block_entries;          // access-list entries per block
   std::uint32_t snapshot_blocks;        // blocks between page snapshots
-  std::uint64_t reserved[3];
+  // The noted events (version 7, kDirNotes): note_count x NoteRecord after
+  // the segment records, then note_text_size bytes of their descriptions,
+  // zero-padded to 8.
+  std::uint64_t note_count;
+  std::uint64_t note_text_size;
+  std::uint64_t reserved;
 };
 inline constexpr std::uint64_t kDirPhysical = 1, kDirRecordsReads = 2;
 // The trace's reads carry no values (TraceHeader::read_values false): the
 // read list's entries hold no data bytes (a read's value is the memory at
 // its position, which queries compute) and decode as zeros.
 inline constexpr std::uint64_t kDirReadsWithoutData = 4;
+// The directory lists the noted events (every builder sets it since
+// version 7): events whose description carries event notes or mapping
+// changes (DescribesNotes), so that the mapping timeline and the gdb stub
+// read them here instead of decoding the trace. Without it they decode.
+inline constexpr std::uint64_t kDirNotes = 8;
 
 struct ThreadRecord {
   std::uint64_t tid;
@@ -128,6 +138,15 @@ struct KeyframeRecord {  // state at position k * keyframe_interval
 struct RefRecord {
   std::uint64_t thread_index;
   std::uint64_t record_offset;  // register record: storage, then known words
+};
+// A noted event (kDirNotes), in event order: its description is bytes
+// [text_offset, text_offset + text_size) of the note text.
+struct NoteRecord {
+  std::uint64_t event;
+  std::uint64_t tid;   // ThreadId::value of the event's thread
+  std::uint32_t kind;  // EventKind
+  std::uint32_t text_size;
+  std::uint64_t text_offset;  // from the start of the note text
 };
 struct RegisterClearRecord {
   std::uint64_t event;
@@ -252,7 +271,7 @@ inline constexpr std::uint64_t kSnapshotSize = kPageSize + kPageSize / 8;
 
 static_assert(sizeof(IndexDirectory) == 112 && sizeof(SegmentRecord) == 80 &&
               sizeof(PcRecord) == 32 && sizeof(PcGroupRecord) == 16 && sizeof(PageRecord) == 32 &&
-              sizeof(BlockRecord) == 32);
+              sizeof(BlockRecord) == 32 && sizeof(NoteRecord) == 32);
 
 // --- varints (LEB128) ---
 inline void PutVarint(std::uint64_t v, std::uint8_t*& out) {

@@ -192,6 +192,11 @@ Status AppendPart(Part& p, IndexSink& sink, IndexTables& merged,
   merged.register_clears.insert(merged.register_clears.end(), t.register_clears.begin(),
                                 t.register_clears.end());
   merged.segments.insert(merged.segments.end(), t.segments.begin(), t.segments.end());
+  for (NoteRecord note : t.notes) {
+    note.text_offset += merged.note_text.size();
+    merged.notes.push_back(note);
+  }
+  merged.note_text += t.note_text;
   merged.end_event = t.end_event;
   merged.records_reads = t.records_reads;
   return sink.status();

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backstep/core/event_notes.h"
 #include "index/access_list_builder.h"
 #include "index/inference_tracker.h"
 #include "index/pc_index_builder.h"
@@ -86,6 +87,8 @@ class IndexPartBuilder {
   std::vector<std::uint64_t> memory_clears_;
   std::vector<RegisterClearRecord> register_clears_;
   std::vector<SegmentRecord> segments_;
+  std::vector<NoteRecord> notes_;
+  std::string note_text_;
   std::uint64_t segment_first_ = 0;
   bool has_last_ = false;  // last_tid_ / last_index_: the previous event's thread
   std::uint64_t last_tid_ = 0;
@@ -256,6 +259,11 @@ void IndexPartBuilder::IndexEvent(const Event& e, std::uint64_t event) {
   if (!e.registers.empty()) t.dirty = true;
   for (std::size_t i = 0; i < e.writes.size(); ++i)
     AddAccess(writes_, event, e.writes[i], false, i);
+  if (DescribesNotes(e.kind, e.description)) {
+    notes_.push_back({event, e.thread.value, static_cast<std::uint32_t>(e.kind),
+                      static_cast<std::uint32_t>(e.description.size()), note_text_.size()});
+    note_text_ += e.description;
+  }
 }
 
 // A pass from event 0 knows every page's history (parts that start later
@@ -291,6 +299,8 @@ void IndexPartBuilder::Finish(std::uint64_t events, IndexTables* out) {
   out->memory_clears = std::move(memory_clears_);
   out->register_clears = std::move(register_clears_);
   out->segments = std::move(segments_);
+  out->notes = std::move(notes_);
+  out->note_text = std::move(note_text_);
   out->end_event = events;
   out->end_position = reader_.Tell();
   out->records_reads = records_reads_;

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -47,6 +48,10 @@ struct IndexTables {
   std::vector<std::uint64_t> memory_clears;
   std::vector<RegisterClearRecord> register_clears;
   std::vector<SegmentRecord> segments;
+  // The noted events (DescribesNotes) in event order; text_offset is into
+  // note_text.
+  std::vector<NoteRecord> notes;
+  std::string note_text;
   std::uint64_t end_event = 0;  // events indexed: the part covers [first, end_event)
   ReaderPosition end_position;  // the reader's Tell() at end_event
   bool records_reads = false;

@@ -77,7 +77,7 @@ Attempt TryOpen(const std::string& path, const IndexIdentity& identity,
   std::string why = ValidateIndex(source->data(), identity, ReleaseResidentPages);
   if (!why.empty()) return {nullptr, why};
   auto index = TraceIndex::Open(source, source->data(), trace_bytes);
-  if (!index.ok()) return {nullptr, "corrupt: " + index.status().message()};
+  if (!index.ok()) return {nullptr, "corrupt: " + index.status().message() + " (" + path + ")"};
   return {std::move(*index), ""};
 }
 

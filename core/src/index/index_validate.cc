@@ -7,6 +7,7 @@
 // costs one pass over the records, not over the data.
 #include <string>
 
+#include "backstep/core/event.h"
 #include "index/trace_index.h"
 #include "util/hex.h"
 
@@ -121,6 +122,40 @@ Status TraceIndex::CheckSegmentData(std::uint64_t s) const {
         }
       }
     }
+  }
+  return Status();
+}
+
+TraceIndex::Note TraceIndex::note(std::uint64_t i) const {
+  const auto rec = Rec<NoteRecord>(notes_, i);
+  return {
+      rec.event, rec.tid, rec.kind,
+      std::string_view(reinterpret_cast<const char*>(note_text_) + rec.text_offset, rec.text_size)};
+}
+
+Status TraceIndex::CheckNotes() const {
+  if (dir_.note_count > 0 && !lists_notes()) {
+    return Status::Corruption("index: noted events without the flag that lists them");
+  }
+  const std::uint64_t base = static_cast<std::uint64_t>(notes_ - bytes_.data());
+  std::uint64_t next = 0;  // the smallest event the next record may have
+  for (std::uint64_t i = 0; i < dir_.note_count; ++i) {
+    const auto rec = Rec<NoteRecord>(notes_, i);
+    std::string what;
+    if (rec.event < next || rec.event >= dir_.event_count) {
+      what = "event " + std::to_string(rec.event) + " out of order or past the end (" +
+             std::to_string(dir_.event_count) + " events)";
+    } else if (rec.kind > static_cast<std::uint32_t>(EventKind::kFrame)) {
+      what = "bad event kind " + std::to_string(rec.kind);
+    } else if (rec.text_offset > dir_.note_text_size ||
+               rec.text_size > dir_.note_text_size - rec.text_offset) {
+      what = "text past the note text (" + std::to_string(dir_.note_text_size) + " bytes)";
+    }
+    if (!what.empty()) {
+      return Status::Corruption("index at offset " + HexU64(base + i * sizeof(NoteRecord)) +
+                                ": noted event " + std::to_string(i) + ": " + what);
+    }
+    next = rec.event + 1;
   }
   return Status();
 }

@@ -103,6 +103,15 @@ void ExpectSameTables(const TraceIndex& single, const TraceIndex& parallel) {
     ASSERT_EQ(parallel.ThreadIndexAt(e), single.ThreadIndexAt(e)) << e;
     ASSERT_EQ(parallel.LastMemoryClearBefore(e), single.LastMemoryClearBefore(e)) << e;
   }
+  ASSERT_TRUE(single.lists_notes() && parallel.lists_notes());
+  ASSERT_EQ(parallel.note_count(), single.note_count());
+  for (std::uint64_t i = 0; i < single.note_count(); ++i) {
+    const TraceIndex::Note s = single.note(i), p = parallel.note(i);
+    EXPECT_EQ(p.event, s.event) << i;
+    EXPECT_EQ(p.tid, s.tid) << i;
+    EXPECT_EQ(p.kind, s.kind) << i;
+    EXPECT_EQ(p.description, s.description) << i;
+  }
 }
 
 // Checks that `parallel` answers like `single` and like the oracle.
@@ -525,6 +534,8 @@ std::vector<FakeCase> FakeCases() {
   add("threads_clears", 3, AddressKind::kVirtual, true, false, 22);
   add("threads_partial", 4, AddressKind::kVirtual, false, false, 23);
   add("physical_threads", 2, AddressKind::kPhysical, false, true, 24);
+  add("threads_notes", 3, AddressKind::kVirtual, false, false, 25);
+  out.back().trace.notes = true;
   return out;
 }
 
@@ -543,6 +554,8 @@ TEST(ParallelFakeTest, ThreadsAndClearsMatchSinglePassAndOracle) {
     const testing::FakeTrace fake = testing::GenerateFakeTrace(c.trace);
     auto single = Trace::OpenWith(FakeFactory(fake), "", TinyIndex(1));
     ASSERT_TRUE(single.ok()) << single.status().ToString();
+    // Events with notes are listed in every part (a few in each).
+    EXPECT_EQ(TraceIndexOf(**single).note_count() > 20, c.trace.notes);
     const std::vector<std::uint64_t> points = {150, 300, 301, 599, 600, 777, 1100, 1499};
     auto factory = testing::WithResumePoints(FakeFactory(fake), points);
     ASSERT_TRUE(factory.ok());

@@ -106,6 +106,9 @@ Status TraceIndex::Parse() {
   memory_clears_ = take(dir_.memory_clear_count, 8);
   register_clears_ = take(dir_.register_clear_count, sizeof(RegisterClearRecord));
   segments_ = take(dir_.segment_count, sizeof(SegmentRecord));
+  notes_ = take(dir_.note_count, sizeof(NoteRecord));
+  note_text_ = take(dir_.note_text_size, 1);
+  take(Align8(dir_.note_text_size) - dir_.note_text_size, 1);  // padding (skipped on overflow)
   if (overflow || need != footer.directory_size) return corrupt("directory size mismatch");
   if (dir_.block_entries == 0 || dir_.snapshot_blocks == 0 || dir_.register_known_words > 64 ||
       dir_.register_storage_size > bytes_.size() ||
@@ -150,6 +153,7 @@ Status TraceIndex::Parse() {
     if (!ok) return corrupt("bad segment " + std::to_string(s));
     BACKSTEP_RETURN_IF_ERROR(CheckSegmentData(s));
   }
+  BACKSTEP_RETURN_IF_ERROR(CheckNotes());
   return CheckThreadsAndRuns();
 }
 

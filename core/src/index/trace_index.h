@@ -26,6 +26,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backstep/core/byte_source.h"
@@ -129,6 +130,19 @@ class TraceIndex {
   // thread's index. O(log clears).
   std::optional<RegisterClearRecord> LastRegisterClearBefore(std::uint64_t p) const;
 
+  // --- noted events (DescribesNotes; kDirNotes) ---
+  // Whether the index lists them (without the list, consumers decode).
+  bool lists_notes() const { return dir_.flags & kDirNotes; }
+  std::uint64_t note_count() const { return dir_.note_count; }
+  struct Note {
+    std::uint64_t event = 0;
+    std::uint64_t tid = 0;
+    std::uint32_t kind = 0;        // EventKind (checked at open)
+    std::string_view description;  // in the mapping
+  };
+  // Noted event i, in event order. REQUIRES: i < note_count().
+  Note note(std::uint64_t i) const;
+
   // --- pc index (index_pc.cc) ---
   // First event >= from / last event < before whose pc (in the state before
   // it, kInstruction and kFrame events) is `pc`.
@@ -190,6 +204,9 @@ class TraceIndex {
   Status CheckThreadsAndRuns() const;
   Status CheckSegmentData(std::uint64_t s) const;
   Status CheckPcTable(std::uint64_t s) const;
+  // Noted events in increasing order, inside the trace, with a known kind
+  // and their text inside the note text.
+  Status CheckNotes() const;
   template <class T>
   T Rec(const std::uint8_t* base, std::uint64_t i) const {
     return LoadRecord<T>(base + i * sizeof(T));
@@ -232,6 +249,7 @@ class TraceIndex {
   const std::uint8_t *threads_ = nullptr, *runs_ = nullptr, *keyframes_ = nullptr;
   const std::uint8_t *memory_clears_ = nullptr, *register_clears_ = nullptr;
   const std::uint8_t* segments_ = nullptr;
+  const std::uint8_t *notes_ = nullptr, *note_text_ = nullptr;
   std::vector<std::pair<std::uint64_t, std::size_t>> thread_ids_;  // sorted (tid, index)
   std::shared_ptr<EventDataCache> event_data_;                     // set_reader_factory()
 };

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "backstep/core/hex.h"
+#include "backstep/core/mappings.h"
 
 namespace backstep::core {
 namespace {
@@ -46,20 +47,34 @@ std::vector<std::uint8_t> ParseHex(std::string_view text) {
 bool HasEventNotes(const TraceHeader& header) { return header.format == "usercorn"; }
 
 EventNotes ReadEventNotes(const Event& event) {
+  return ReadEventNotes(event.kind, event.description);
+}
+
+bool DescribesNotes(EventKind kind, std::string_view description) {
+  if (description.empty()) return false;
+  const EventNotes notes = ReadEventNotes(kind, description);
+  if (notes.signal != 0 || notes.killed_by != 0 || notes.syscall != -1 || notes.exit_status != -1 ||
+      notes.exits || !notes.siginfo.empty() || notes.execs) {
+    return true;
+  }
+  return !ParseMappingChanges(description).empty();
+}
+
+EventNotes ReadEventNotes(EventKind kind, std::string_view description) {
   EventNotes notes;
-  std::string_view text = event.description;
+  std::string_view text = description;
   while (!text.empty()) {
     const std::size_t end = text.find("; ");
     const std::string_view part = text.substr(0, end);
     text = end == std::string_view::npos ? std::string_view() : text.substr(end + 2);
     std::uint64_t value = 0;
     std::string_view rest;
-    if (part == kExit && event.kind == EventKind::kMarker) {
+    if (part == kExit && kind == EventKind::kMarker) {
       notes.exits = true;
     } else if (part.starts_with(kKilled) && Number(part.substr(kKilled.size()), &value, &rest)) {
       notes.killed_by = static_cast<int>(value);
     } else if (part.starts_with(kSignal) && Number(part.substr(kSignal.size()), &value, &rest)) {
-      if (event.kind != EventKind::kInterrupt) continue;
+      if (kind != EventKind::kInterrupt) continue;
       notes.signal = static_cast<int>(value);
       if (rest.starts_with(kSiginfo)) notes.siginfo = ParseHex(rest.substr(kSiginfo.size()));
     } else if (part.starts_with(kExec)) {

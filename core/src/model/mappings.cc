@@ -208,11 +208,13 @@ void MaskUnmapped(std::span<const Mapping> unmapped, Address addr, std::span<std
   });
 }
 
-MappingTimeline::MappingTimeline(std::shared_ptr<const Trace> trace) : MappingTimeline(*trace) {
+MappingTimeline::MappingTimeline(std::shared_ptr<const Trace> trace, Source source)
+    : MappingTimeline(*trace, source) {
   owner_ = std::move(trace);
 }
 
-MappingTimeline::MappingTimeline(const Trace& trace) : trace_(&trace) {
+MappingTimeline::MappingTimeline(const Trace& trace, Source source)
+    : trace_(&trace), source_(source) {
   for (const MemoryRegion& region : trace_->header().regions) {
     if (region.size == 0) continue;
     initial_[region.start] =
@@ -223,6 +225,18 @@ MappingTimeline::MappingTimeline(const Trace& trace) : trace_(&trace) {
 
 Status MappingTimeline::ScanTo(Position position) const {
   if (position <= scanned_) return Status::Ok();
+  const std::vector<NotedEvent>* noted =
+      source_ == Source::kIndex ? trace_->noted_events() : nullptr;
+  if (noted != nullptr) {
+    // The index lists every event that describes a change: nothing to decode.
+    for (const NotedEvent& e : *noted) {
+      for (MappingChange& change : ParseMappingChanges(e.description)) {
+        changes_.emplace_back(Position(e.event + 1), std::move(change));
+      }
+    }
+    scanned_ = Position::Max();
+    return Status::Ok();
+  }
   if (reader_ == nullptr) {
     BACKSTEP_ASSIGN_OR_RETURN(reader_, trace_->NewReader());
   }

@@ -97,6 +97,21 @@ const MappingTimeline& Trace::mappings() const {
   return *mappings_;
 }
 
+const std::vector<NotedEvent>* Trace::noted_events() const {
+  std::call_once(notes_once_, [this] {
+    if (!index_->lists_notes()) return;
+    std::vector<NotedEvent> notes;
+    notes.reserve(index_->note_count());
+    for (std::uint64_t i = 0; i < index_->note_count(); ++i) {
+      const TraceIndex::Note note = index_->note(i);
+      notes.push_back(
+          {note.event, ThreadId(note.tid), static_cast<EventKind>(note.kind), note.description});
+    }
+    notes_ = std::move(notes);
+  });
+  return notes_ ? &*notes_ : nullptr;
+}
+
 void Trace::ReadInitialMemory(Address address, std::span<std::uint8_t> out,
                               std::span<std::uint8_t> known) const {
   std::lock_guard<std::mutex> lock(reader_mutex_);

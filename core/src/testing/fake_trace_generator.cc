@@ -4,6 +4,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <string>
 
 namespace backstep::core::testing {
 namespace {
@@ -29,6 +30,25 @@ class Generator {
   RegisterWrite RandomRegisterOp();
   FakeAccess RandomAccess(bool for_write);
   void MakeEvent(FakeEvent& e, ThreadId thread);
+  // A note for an event of `kind` (FakeTraceOptions::notes), from a counter
+  // (no random choice: the trace is otherwise the same).
+  std::string NoteText(EventKind kind) {
+    const std::uint64_t n = ++notes_;
+    const std::string page = "0x" + std::to_string(7 + n % 3) + "0000000+0x1000";
+    switch (kind) {
+      case EventKind::kSyscall:
+        if (n % 4 == 0) return "syscall 9(0x0, 0x1000) = 0x0; map " + page + " rw- [heap]";
+        if (n % 4 == 1) return "syscall 11(0x0, 0x1000) = 0x0; unmap " + page;
+        return "syscall 1(0x1, 0x2, 0x3) = 0x3";
+      case EventKind::kInterrupt:
+        return "signal " + std::to_string(1 + n % 30);
+      case EventKind::kMarker:
+        return n % 2 ? "exit" : "killed by signal 9";
+      default:
+        return "page fault";
+    }
+  }
+  std::uint64_t notes_ = 0;
 
   FakeTraceOptions o_;
   std::mt19937_64 rng_;
@@ -140,6 +160,7 @@ void Generator::MakeEvent(FakeEvent& e, ThreadId thread) {
                                            EventKind::kException, EventKind::kMarker};
     e.kind = kOther[Rand(4)];
     e.description = e.kind == EventKind::kException ? "page fault" : "other event";
+    if (o_.notes) e.description = NoteText(e.kind);
   }
   // Reads see the state before the event.
   if (o_.records_reads) {

@@ -37,6 +37,7 @@ const Fixture& TheFixture() {
     o.records_reads = true;
     o.clears = true;
     o.full_image = false;
+    o.notes = true;  // the noted events' section
     auto* f = new Fixture;
     f->trace = FakeTraceSource(GenerateFakeTrace(o), "fuzz.fake");
     f->reader = std::move(OpenFakeTrace(f->trace).value());
@@ -92,6 +93,11 @@ void Query(const TraceIndex& index, const ArchDescription& arch) {
       index.InferredState(lo, hi, 0, n, values, known);
       for (std::uint64_t i = 0; i < kPageSize; ++i) total += known[i] ? values[i] : 0;
     }
+  }
+  for (std::uint64_t i = 0; i < index.note_count(); ++i) {
+    const TraceIndex::Note note = index.note(i);
+    total += note.event + note.kind;
+    for (char c : note.description) total += static_cast<unsigned char>(c);
   }
   sink = total;
 }

@@ -70,4 +70,40 @@ std::string EventSummary(const Event& e) {
   return out;
 }
 
+Status WriteNotesRecording(const std::string& path) {
+  BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<UsercornRecordingWriter> writer,
+                            CreateUsercornRecording(path));
+  UsercornRecordingWriter& w = *writer;
+  const UsercornMapping text{0x400000, 0x2000,  kProtRead | kProtExec, 0x1000, 0x2000,
+                             "/bin/p", "/bin/p"};
+  const UsercornMapping stack{0x7ff000, 0x1000, kProtRead | kProtWrite, 0, 0, "[stack]", ""};
+  const std::vector<UsercornMapping> initial{text, stack};
+  BACKSTEP_RETURN_IF_ERROR(BeginBareRecording(w, initial, 0x400000));
+  const std::uint64_t args[6] = {};
+  w.AppendInstruction(BareInstruction(0x400000));
+  w.BeginSyscall(9, 0x600000, args);
+  w.MemMap({0x600000, 0x3000, kProtRead | kProtWrite, 0, 0, "", ""});
+  w.MemProt(0x601000, 0x1000, 0);
+  w.EndSyscall();
+  w.AppendInstruction(BareInstruction(0x400002));
+  w.BeginSyscall(1, 3, args);
+  w.EndSyscall();
+  w.AppendInstruction(BareInstruction(0x400004));
+  const std::vector<std::uint8_t> siginfo(128, 0x11);
+  w.AppendSignal(11, siginfo, BareInstruction(0x400100));
+  w.AppendInstruction(BareInstruction(0x400100));
+  w.BeginSyscall(11, 0, args);
+  w.MemUnmap(0x600000, 0x3000);
+  w.MemUnmap(0x401000, 0x1000);
+  w.EndSyscall();
+  w.AppendInstruction(BareInstruction(0x400102));
+  w.BeginSyscall(9, 0x600000, args);
+  w.MemMap({0x600000, 0x200000, kProtRead | kProtWrite, 0, 0, "", ""});
+  w.EndSyscall();
+  w.AppendInstruction(BareInstruction(0x400104));
+  w.AppendKilled(9);
+  BACKSTEP_RETURN_IF_ERROR(w.status());
+  return w.Finish();
+}
+
 }  // namespace backstep::core::testing

@@ -9,8 +9,8 @@
 // initial stack holds that image's auxv. Image 0's path and auxv are the
 // serve options' (the recorded ones, or --exe's); image i's path is the
 // exec event's note, its auxv the one read at e_i + 1 (empty when that
-// fails). The exec events come from SignalStops' one pass over the events,
-// which runs only once a position past the first is asked about.
+// fails). The exec events come from SignalStops' slots (the index's list
+// of noted events), read only once a position past the first is asked about.
 //
 // Thread-safety: one thread at a time (the owning TraceTarget's).
 #pragma once

@@ -20,33 +20,51 @@ constexpr std::size_t kSiginfoSize = 128;
 
 bool SignalStops::active() const { return core::HasEventNotes(trace_.header()); }
 
+void SignalStops::Note(std::uint64_t n, core::ThreadId thread, core::EventNotes notes,
+                       Ending* found) {
+  if (notes.signal > 0) {
+    found->slots.push_back(
+        {3 * n + Slot::kSignal, Slot::kSignal, static_cast<std::uint64_t>(notes.signal), thread});
+  }
+  if (notes.syscall >= 0) {
+    const auto number = static_cast<std::uint64_t>(notes.syscall);
+    found->slots.push_back({3 * n + Slot::kEntry, Slot::kEntry, number, thread});
+    // exit and exit_group do not return.
+    if (notes.exit_status < 0) {
+      found->slots.push_back({3 * (n + 1) + Slot::kReturn, Slot::kReturn, number, thread});
+    }
+  }
+  if (notes.execs) found->execs.push_back({n, thread, std::move(notes.exec_path)});
+  if (notes.exit_status >= 0) found->exit_status = notes.exit_status;
+}
+
 core::Expected<const SignalStops::Ending*> SignalStops::Scan() {
   if (ending_.scanned) return &ending_;
-  // NOTE: one decoding pass (no replay) over the trace, the first time a
-  // resume needs it: the index does not keep event kinds.
-  BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<core::TraceReader> reader, trace_.NewReader());
   Ending found;
-  core::Event event;
-  for (std::uint64_t n = 0;; ++n) {
-    BACKSTEP_ASSIGN_OR_RETURN(bool more, reader->Next(&event));
-    if (!more) break;
-    core::EventNotes notes = core::ReadEventNotes(event);
-    if (notes.signal > 0) {
-      found.slots.push_back({3 * n + Slot::kSignal, Slot::kSignal,
-                             static_cast<std::uint64_t>(notes.signal), event.thread});
-    }
-    if (notes.syscall >= 0) {
-      const auto number = static_cast<std::uint64_t>(notes.syscall);
-      found.slots.push_back({3 * n + Slot::kEntry, Slot::kEntry, number, event.thread});
-      // exit and exit_group do not return.
-      if (notes.exit_status < 0) {
-        found.slots.push_back({3 * (n + 1) + Slot::kReturn, Slot::kReturn, number, event.thread});
+  if (const std::vector<core::NotedEvent>* noted = trace_.noted_events(); noted != nullptr) {
+    // The index lists every event with notes: nothing to decode.
+    for (const core::NotedEvent& e : *noted) {
+      core::EventNotes notes = core::ReadEventNotes(e.kind, e.description);
+      // The process's end is the last event's (an event without notes ends nothing).
+      if (e.event + 1 == trace_.event_count()) {
+        found.killed_by = notes.killed_by;
+        found.exits = notes.exits;
       }
+      Note(e.event, e.thread, std::move(notes), &found);
     }
-    if (notes.execs) found.execs.push_back({n, event.thread, std::move(notes.exec_path)});
-    if (notes.exit_status >= 0) found.exit_status = notes.exit_status;
-    found.killed_by = notes.killed_by;
-    found.exits = notes.exits;
+  } else {
+    // An index without the list: one decoding pass (no replay) over the
+    // trace, the first time a resume needs it.
+    BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<core::TraceReader> reader, trace_.NewReader());
+    core::Event event;
+    for (std::uint64_t n = 0;; ++n) {
+      BACKSTEP_ASSIGN_OR_RETURN(bool more, reader->Next(&event));
+      if (!more) break;
+      core::EventNotes notes = core::ReadEventNotes(event);
+      found.killed_by = notes.killed_by;
+      found.exits = notes.exits;
+      Note(n, event.thread, std::move(notes), &found);
+    }
   }
   std::sort(found.slots.begin(), found.slots.end(),
             [](const Slot& a, const Slot& b) { return a.key < b.key; });

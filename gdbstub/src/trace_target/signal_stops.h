@@ -15,8 +15,10 @@
 // the history, from where reverse commands still work).
 //
 // The slots come from the events' notes (core/include/backstep/core/event_notes.h),
-// read in one pass over the events the first time a resume needs them.
-// Only traces whose events may carry notes have the capability (active()).
+// read the first time a resume needs them from the index's list of noted
+// events (core::Trace::noted_events(): no decoding), or, for an index
+// without that list, in one pass over the events. Only traces whose events
+// may carry notes have the capability (active()).
 //
 // Thread-safety: one thread at a time (the owning TraceTarget's).
 #pragma once
@@ -26,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "backstep/core/event_notes.h"
 #include "backstep/core/expected.h"
 #include "backstep/core/search.h"
 #include "backstep/core/trace.h"
@@ -101,8 +104,11 @@ class SignalStops final : public Signals {
     bool exits = false;       // the last event is the process's end
     std::vector<ExecPoint> execs;
   };
-  // The slots of the trace (one pass over the events, the first time).
+  // The slots of the trace (the first time: from the index's list, or one
+  // pass over the events).
   core::Expected<const Ending*> Scan();
+  // Adds the slots and execs of event `n`'s notes to `found`.
+  static void Note(std::uint64_t n, core::ThreadId thread, core::EventNotes notes, Ending* found);
   // Whether a resume stops at `slot` (signals not passed, caught system calls).
   bool Stops(const Slot& slot) const;
 

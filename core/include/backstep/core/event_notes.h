@@ -11,6 +11,11 @@
 // usercorn UCIR's reader writes them (docs/formats/usercorn.md); the
 // functions below are the one place that writes and reads the grammar.
 //
+// The index lists every event whose description carries notes or mapping
+// changes (DescribesNotes; docs/formats/index-format.md, "Noted events"):
+// Trace::noted_events() hands them out, so that their consumers (the gdb
+// stub's stops, the mapping timeline) do not decode the trace.
+//
 // Thread-safety: pure functions.
 #pragma once
 
@@ -22,6 +27,7 @@
 
 #include "backstep/core/event.h"
 #include "backstep/core/trace_reader.h"
+#include "backstep/core/types.h"
 
 namespace backstep::core {
 
@@ -36,10 +42,27 @@ struct EventNotes {
   std::string exec_path;              // ... of this executable
 };
 
-// Whether the trace's reader writes notes (usercorn UCIR); finding them takes
-// a pass over the events.
+// Whether the trace's reader writes notes (usercorn UCIR); the index lists
+// the events that carry them (Trace::noted_events()).
 bool HasEventNotes(const TraceHeader& header);
 EventNotes ReadEventNotes(const Event& event);
+// The same from an event's kind and description.
+EventNotes ReadEventNotes(EventKind kind, std::string_view description);
+
+// Whether an event of this kind and description carries a note (any field
+// of ReadEventNotes' answer set) or a mapping change (ParseMappingChanges,
+// backstep/core/mappings.h): the events the index lists.
+bool DescribesNotes(EventKind kind, std::string_view description);
+
+// An event the index lists (DescribesNotes), as Trace::noted_events() hands
+// it out.
+struct NotedEvent {
+  std::uint64_t event = 0;  // its number: the state after it is position event + 1
+  ThreadId thread;
+  EventKind kind = EventKind::kInstruction;
+  // Event::description; points into the index, valid while the Trace lives.
+  std::string_view description;
+};
 
 std::string SignalNote(int signal, std::span<const std::uint8_t> siginfo = {});
 std::string KilledNote(int signal);

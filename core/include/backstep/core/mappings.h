@@ -33,7 +33,11 @@
 // made read as zero, also where the index holds older bytes).
 //
 // One timeline per opened trace (Trace::mappings()), shared by its cursors
-// and the front ends: the events are read once.
+// and the front ends. The changes come from the events the index lists
+// (Trace::noted_events(): every event whose description DescribesNotes,
+// the mapping changes among them), read from the mapped index without
+// decoding the trace; only an index without that list makes the timeline
+// decode the events, once, as far as the positions asked for.
 //
 // Thread-safety: MappingTimeline's methods may be called from several
 // threads (a mutex serializes them); ParseMappingChanges, FillUnfilledMappings
@@ -131,14 +135,22 @@ struct MappingState {
 
 class MappingTimeline {
  public:
-  explicit MappingTimeline(std::shared_ptr<const Trace> trace);
+  // Where the changes come from: kIndex, the index's list of noted events
+  // when it has one (else the events, decoded); kScan, the events, decoded
+  // even when the index lists them (tests compare both). The answers are
+  // the same.
+  enum class Source { kIndex, kScan };
+  explicit MappingTimeline(std::shared_ptr<const Trace> trace, Source source = Source::kIndex);
   // Without ownership: `trace` must outlive the timeline (a cursor's).
-  explicit MappingTimeline(const Trace& trace);
+  explicit MappingTimeline(const Trace& trace, Source source = Source::kIndex);
 
   // The mappings at `position` (clamped to the end), sorted and joined.
-  // The first call at a position p reads events [scanned, p) once; later
-  // calls at or before a scanned position read nothing. Errors: the
-  // reader's (opening it, a corrupt event), naming file and offset.
+  // From the index's list: the first call reads every listed event's
+  // description from the mapped index (no decoding), later calls nothing.
+  // Decoding (kScan, or no list): the first call at a position p reads
+  // events [scanned, p) once; later calls at or before a scanned position
+  // read nothing. Errors: the reader's (opening it, a corrupt event),
+  // naming file and offset; none from the list.
   Expected<std::vector<Mapping>> At(Position position) const;
   // The same with the unmapped ranges, shared: a call at a position between
   // the same two changes as an earlier one returns the same state (a binary
@@ -146,7 +158,8 @@ class MappingTimeline {
   Expected<std::shared_ptr<const MappingState>> StateAt(Position position) const;
 
   // Whether any event seen so far changed a mapping (formats without
-  // mapping events serve the initial ranges at every position).
+  // mapping events serve the initial ranges at every position). From the
+  // index's list, once a state was asked for: any event of the trace.
   bool saw_changes() const;
 
  private:
@@ -155,6 +168,7 @@ class MappingTimeline {
 
   std::shared_ptr<const Trace> owner_;  // null when constructed from a reference
   const Trace* trace_;
+  Source source_;
   mutable std::mutex mutex_;  // guards everything below
   mutable std::unique_ptr<TraceReader> reader_;
   mutable Position scanned_{0};  // changes of events before this are in changes_

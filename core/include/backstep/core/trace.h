@@ -15,10 +15,12 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "backstep/core/event_notes.h"
 #include "backstep/core/expected.h"
 #include "backstep/core/open_options.h"
 #include "backstep/core/progress.h"
@@ -69,8 +71,17 @@ class Trace {
                          std::span<std::uint8_t> known) const;
   // The process's mappings at every position (backstep/core/mappings.h),
   // one timeline per trace, made by the first call: the cursors, the gdb
-  // stub and the queries share its one pass over the events. Thread-safe.
+  // stub and the queries share it (it reads noted_events(), or decodes
+  // the events once when the index has no such list). Thread-safe.
   const MappingTimeline& mappings() const;
+  // The events whose descriptions carry event notes or mapping changes
+  // (backstep/core/event_notes.h: DescribesNotes), in trace order, as the
+  // index lists them: the mapping timeline and the gdb stub's stops read
+  // these instead of decoding the trace. nullptr when the index does not
+  // list them (an index without the list; then those consumers decode every
+  // event once). Made by the first call from the mapped index (no decoding);
+  // thread-safe.
+  const std::vector<NotedEvent>* noted_events() const;
 
  private:
   Trace() = default;
@@ -84,6 +95,8 @@ class Trace {
   IndexStatus index_status_;
   mutable std::once_flag mappings_once_;
   mutable std::unique_ptr<MappingTimeline> mappings_;
+  mutable std::once_flag notes_once_;
+  mutable std::optional<std::vector<NotedEvent>> notes_;
   friend class TraceOpener;
   // The index, for core's own modules (replay/trace_index_of.h); front ends
   // use the queries of trace_query.h.

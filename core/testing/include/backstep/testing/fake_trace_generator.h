@@ -38,6 +38,10 @@ struct FakeTraceOptions {
   // Initial registers all known (else some are unknown).
   bool full_registers = true;
   bool reader_copies_data = false;  // FakeTrace::reader_copies_data
+  // Non-instruction events describe event notes and mapping changes
+  // (backstep/core/event_notes.h) instead of "other event": system calls,
+  // some mapping, signals, exits (the same random choices otherwise).
+  bool notes = false;
 };
 
 // Physical traces: virtual pages [kMappedVirtual, +kMappedPages*4K) map to

@@ -38,6 +38,14 @@ Status BeginBareRecording(UsercornRecordingWriter& writer, std::span<const Userc
 // A 2-byte instruction at `pc` with no effects.
 UsercornInstruction BareInstruction(Address pc);
 
+// A recording at `path` of thread 1, in order: an mmap of
+// 0x600000+0x3000 with a page made ---; a write(); SIGSEGV delivered (a
+// siginfo of 0x11 bytes); a munmap of that mapping and of 0x401000+0x1000;
+// a 2 MiB mmap at 0x600000 (not zero-filled, over the memory unmapped
+// before); the process killed by SIGKILL. Each system call is made by an
+// instruction of its own.
+Status WriteNotesRecording(const std::string& path);
+
 // A written recording opened (its index in `cache_dir`) with a cursor at its
 // start.
 struct OpenedRecording {
