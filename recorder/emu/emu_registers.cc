@@ -22,25 +22,12 @@ core::Status EmuSession::LoadRegisters() {
   uc_reg_write(uc_, UC_X86_REG_RIP, &rip);
   uc_reg_write(uc_, UC_X86_REG_FS_BASE, &fs);
   uc_reg_write(uc_, UC_X86_REG_GS_BASE, &gs);
-  {
-    std::uint16_t fcw = 0, fsw = 0;
-    std::memcpy(&fcw, &xstate_[0], 2);
-    std::memcpy(&fsw, &xstate_[2], 2);
-    std::uint32_t mxcsr = 0;
-    std::memcpy(&mxcsr, &xstate_[24], 4);
-    uc_reg_write(uc_, UC_X86_REG_FPCW, &fcw);
-    uc_reg_write(uc_, UC_X86_REG_FPSW, &fsw);
-    uc_reg_write(uc_, UC_X86_REG_MXCSR, &mxcsr);
-    std::uint16_t tag = FullTagWord(xstate_[4], fsw, &xstate_[32]);
-    uc_reg_write(uc_, UC_X86_REG_FPTAG, &tag);
-    for (int i = 0; i < 16; ++i) {
-      std::uint8_t xmm[16];
-      std::memcpy(xmm, &xstate_[160 + 16 * i], 16);
-      uc_reg_write(uc_, UC_X86_REG_XMM0 + i, xmm);
-    }
-  }
-  // Check that what Unicorn reports is what the tracee had (the FP state
-  // after exec is the architectural default).
+  // The whole x87/SSE state, as after a natively run instruction: the
+  // registers, TOP, tags, and the last x87 instruction's opcode and
+  // pointers, which a snapshot taken mid-run holds (at exec they are the
+  // architectural defaults).
+  if (core::Status s = LoadFpFromTracee(); !s.ok()) return s;
+  // Check that what Unicorn reports is what the tracee had.
   fp_slots_ = slots_;
   CollectFp(&fp_slots_);
   for (std::size_t i = layout_.gpr_count(); i < layout_.count(); ++i) {

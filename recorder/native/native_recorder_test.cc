@@ -192,13 +192,17 @@ std::string FileBytes(const std::string& path) {
 // (each part starts with the one writer's state at its boundary), one
 // interval at a time or two, with the tail written beside or not; the cuts
 // the single pass makes there change no event (position by position equal
-// to a pass without any); no part file is left.
-TEST(NativeIntervals, JoinedPartsAreTheSinglePassByteForByte) {
-  const std::string base = ::testing::TempDir() + "/parts";
+// to a pass without any); no part file is left. strings_O2_static's
+// snapshots hold x87 state (its last x87 instruction's pointers), which a
+// worker must load whole into the emulator.
+class NativeParts : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(NativeParts, JoinedPartsAreTheSinglePassByteForByte) {
+  const std::string base = ::testing::TempDir() + "/parts_" + GetParam();
   const std::string log_path = base + ".nlog", single = base + ".single.ucir",
                     uncut = base + ".uncut.ucir", joined = base + ".joined.ucir",
                     parts = base + ".dir";
-  ASSERT_EQ(RecordLog("scenario_O2_static", log_path, /*snapshot_syscalls=*/1), "");
+  ASSERT_EQ(RecordLog(GetParam(), log_path, /*snapshot_syscalls=*/1), "");
   core::Expected<NativeLog> log = ReadNativeLog(log_path);
   ASSERT_TRUE(log.ok()) << log.status().message();
   ASSERT_GE(log->snapshots.size(), 5u);
@@ -236,6 +240,10 @@ TEST(NativeIntervals, JoinedPartsAreTheSinglePassByteForByte) {
     std::remove(p.c_str());
   for (const SnapshotRef& r : log->snapshots) std::remove((log->directory + "/" + r.file).c_str());
 }
+
+INSTANTIATE_TEST_SUITE_P(Programs, NativeParts,
+                         ::testing::Values("scenario_O2_static", "strings_O2_static"),
+                         [](const auto& p) { return p.param; });
 
 // The engine cross-check's programs (emu/emu_crosscheck_test.cc), static
 // -O2 builds, one dynamic PIE build (ld.so, lazy binding, glibc's string
