@@ -15,7 +15,8 @@
 //
 // Memory: the encoded entries (1-3 bytes + data per entry), 32 bytes per
 // block, 512 bytes per page with 128 entries or more (the repeat forms'
-// table), 4.6 KiB per snapshot and 8 KiB of state per hot page, until Flush();
+// table), 1.1 KiB per page with short data kept in the index (the XOR
+// forms' table), 4.6 KiB per snapshot and 8 KiB of state per hot page, until Flush();
 // after it, the 8 KiB states of hot pages, up to set_carry_budget().
 //
 // Thread-safety: one thread at a time.
@@ -84,6 +85,10 @@ class AccessListBuilder {
     std::uint64_t epoch;
     bool complete;  // every write since the last clear, not only this segment's
   };
+  struct XorTable {
+    std::uint16_t tags[kXorTableSize];  // 0: none
+    std::uint64_t values[kXorTableSize][2];
+  };
   static constexpr int kRecentBits = 6;
   static constexpr std::uint64_t kRecentAfter = 128;
   struct Page {
@@ -91,10 +96,14 @@ class AccessListBuilder {
     std::vector<BlockRecord> blocks;  // data_offset relative to `data`
     std::uint64_t last_event = 0;
     std::uint64_t last_ref = 0;  // last referenced trace offset of the current block
-    // The current block's XOR bases (short data of 8, 4, 2 bytes), and its
+    // The current block's XOR bases (short data of 8, 4, 2, 16 bytes: low,
+    // high 8 bytes), and its
     // entries' repeat keys (below) in a direct-mapped table: key << 32 |
     // entry index, by hash of the key.
-    std::uint64_t bases[3] = {};
+    std::uint64_t bases[4][2] = {};
+    // The current block's last short data by offset (index_format.h,
+    // XorTableSlot), from the page's first short data on.
+    std::unique_ptr<XorTable> xor_table;
     // The previous entry's event delta and head (xor << 16 | u16 head), the
     // offset of the one before, and its inline data (for stride forms).
     std::uint64_t last_delta = 0;
