@@ -36,11 +36,31 @@ void AccessListBuilder::ResetIfCleared(PageState& state) const {
   state.complete = true;
 }
 
+// Once per write piece to a hot page: the common sizes (1, 2, 4, 8 bytes)
+// copy with a constant size, inlined, instead of two library calls.
 void AccessListBuilder::ApplyToState(PageState& state, std::uint32_t offset,
                                      std::span<const std::uint8_t> data) {
   ResetIfCleared(state);
-  std::memcpy(state.values + offset, data.data(), data.size());
-  std::memset(state.known + offset, 1, data.size());
+  std::uint8_t* values = state.values + offset;
+  std::uint8_t* known = state.known + offset;
+  constexpr std::uint64_t kOnes = 0x0101010101010101ull;
+  switch (data.size()) {
+    case 1:
+      *values = data[0], *known = 1;
+      return;
+    case 2:
+      std::memcpy(values, data.data(), 2), std::memcpy(known, &kOnes, 2);
+      return;
+    case 4:
+      std::memcpy(values, data.data(), 4), std::memcpy(known, &kOnes, 4);
+      return;
+    case 8:
+      std::memcpy(values, data.data(), 8), std::memcpy(known, &kOnes, 8);
+      return;
+    default:
+      std::memcpy(values, data.data(), data.size());
+      std::memset(known, 1, data.size());
+  }
 }
 
 // The page's write-state from its buffered entries (a page's first snapshot).
@@ -109,10 +129,12 @@ void AccessListBuilder::OpenBlock(Page& page, std::uint64_t event) {
   memory_bytes_ += sizeof(BlockRecord);
 }
 
-void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std::uint32_t offset,
-                            std::span<const std::uint8_t> data,
-                            std::optional<std::uint64_t> ref_offset, std::uint64_t piece_offset,
-                            std::uint64_t access_length, const EventDataRef* event_ref) {
+void AccessListBuilder::AddEntry(std::uint64_t event, std::uint64_t page_number,
+                                 std::uint32_t offset, std::span<const std::uint8_t> data,
+                                 std::uint64_t ref, std::uint64_t piece_offset,
+                                 std::uint64_t access_length, const EventDataRef* event_ref) {
+  std::optional<std::uint64_t> ref_offset;
+  if (ref != kNoRefOffset) ref_offset = ref;
   // Consecutive accesses usually hit the same page: skip the lookup. Other
   // pages go through a direct-mapped cache before the hash map (its modulo
   // and node walk cost more than the rest of an append).
@@ -217,7 +239,8 @@ void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std:
     }
     recent = std::uint64_t(key) << 32 | index;
   }
-  std::uint8_t head[kMaxEntryBytes + 16];
+  const std::size_t before = page.data.size();
+  std::uint8_t* const head = page.data.Reserve(kMaxEntryBytes + 16);  // in place (Reserve)
   std::uint8_t* p = head;
   if (same_data) {
     PutVarint(std::uint64_t(kStrideForm + 1) << 1 | 1, p);
@@ -268,8 +291,7 @@ void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std:
       memory_bytes_ += data.size();
     }
   }
-  const std::size_t before = page.data.size();
-  page.data.AppendShort(head, p - head);
+  page.data.Commit(p - head);
   if (!ref_offset && !event_ref && !without_data_ && !xor_form && !same_data) {
     page.data.Append(data.data(), data.size());
   }

@@ -50,10 +50,15 @@ class AccessListBuilder {
   // `event_ref` (not with ref_offset): the entry references the event's
   // write instead of holding the data (kEntryEvent); the builder still keeps
   // the data in memory until Flush(), for the page's snapshots.
+  // Inline: an optional passed to an out-of-line call goes on the stack in
+  // two stores and is reloaded whole, which stalls (no store forwarding).
   void Add(std::uint64_t event, std::uint64_t page, std::uint32_t offset,
            std::span<const std::uint8_t> data, std::optional<std::uint64_t> ref_offset,
            std::uint64_t piece_offset, std::uint64_t access_length,
-           const EventDataRef* event_ref = nullptr);
+           const EventDataRef* event_ref = nullptr) {
+    AddEntry(event, page, offset, data, ref_offset ? *ref_offset : kNoRefOffset, piece_offset,
+             access_length, event_ref);
+  }
   // All memory becomes unknown before the writes of `event`.
   void ClearMemory(std::uint64_t event);
   // The next entries belong to a segment starting at `first_event`.
@@ -114,10 +119,10 @@ class AccessListBuilder {
     // write no repeat form: a few bytes each, and no table to pay for).
     std::unique_ptr<std::array<std::uint64_t, 1 << kRecentBits>> recent;
     std::uint64_t entries = 0;              // in this segment
+    std::unique_ptr<PageState> state;       // hot pages only
     std::vector<SnapshotRecord> snapshots;  // data_offset relative to `snapshot_data`
     std::vector<std::uint8_t> snapshot_data;
     std::vector<std::uint8_t> event_data;  // event-referenced pieces' bytes, in order
-    std::unique_ptr<PageState> state;      // hot pages only
   };
 
   // Repeat keys: event delta << 17 | xor << 16 | head, for deltas below
@@ -126,6 +131,11 @@ class AccessListBuilder {
   static constexpr std::uint64_t kRepeatMaxDelta = std::uint64_t(1) << 14;
   static constexpr std::uint32_t kNoRepeat = ~std::uint32_t(0);
 
+  // Add() with ref = kNoRefOffset for "not referenced".
+  static constexpr std::uint64_t kNoRefOffset = ~std::uint64_t(0);
+  void AddEntry(std::uint64_t event, std::uint64_t page, std::uint32_t offset,
+                std::span<const std::uint8_t> data, std::uint64_t ref, std::uint64_t piece_offset,
+                std::uint64_t access_length, const EventDataRef* event_ref);
   void OpenBlock(Page& page, std::uint64_t event);
   void TakeSnapshot(Page& page);
   void Rebuild(Page& page, PageState& state) const;
