@@ -129,6 +129,21 @@ TEST(AccessEntryTest, VectorStoresAndTwoByteFillsRoundTrip) {
   EXPECT_LE(bytes, 128u * 7 + 100 * 2 + 16) << "v6 took ~" << 128 * 21;
 }
 
+// Two threads' reads of a counter and a flag in turn (tests/e2e/test_bap.py):
+// the flag's XOR forms store nothing, the counter's one byte.
+TEST(AccessEntryTest, AlternatingSlotsRoundTrip) {
+  AccessListBuilder list(64, 128, false, {});
+  std::vector<Input> in;
+  for (std::uint64_t i = 0; i < 10; ++i) {
+    in.push_back(
+        {4 * i, static_cast<std::uint32_t>(8 * (i % 2)), Le(i % 2 ? 0x1234 : 10 + i / 2, 8)});
+  }
+  for (const Input& x : in) {
+    list.Add(x.event, 7, x.offset, x.data, std::nullopt, 0, x.data.size());
+  }
+  ExpectRoundTrip(list, in, false);
+}
+
 // Data the XOR form cannot shorten (random, other lengths, pieces of split
 // accesses), beside short data, in blocks longer than kXorEntries (entries
 // past it are never XOR-coded) and kRepeatWindow: every entry decodes back.

@@ -177,7 +177,7 @@ class EntryDecoder {
     e.length = XorLength(code);
     e.access_length = e.length;
     if (without_data_ || code > kXor16Code || i >= kXorEntries ||
-        e.offset + std::uint64_t{e.length} > kPageSize || in_ == end_) {
+        e.offset + std::uint64_t{e.length} > kPageSize || (code == kXor16Code && in_ == end_)) {
       return false;
     }
     const std::uint32_t k = code == kXor16Code ? *in_++ : XorStored(code);
