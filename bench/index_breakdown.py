@@ -4,7 +4,7 @@
 Usage: bench/index_breakdown.py INDEX [TRACE]
 
 Reads the file as docs/formats/index-format.md describes it (versions 3
-to 7), independently of the C++ reader: header, directory tables, keyframe ref
+to 8), independently of the C++ reader: header, directory tables, keyframe ref
 arrays, register records, and per segment the pc index (records, skip
 records, postings) and the three access lists (page records, block
 records, entry bytes split into headers, inline data and references, page
@@ -96,6 +96,17 @@ def entries(b, list_name, start, end, first_event, count, version, without_data=
         heads.append((xor, head))
         code = head >> 12
         if same_data:
+            continue
+        if xor and version >= 8:
+            # 0-7: 8 bytes, 8-11: 4, 12-13: 2, 14: 16 bytes (k in the next byte)
+            length = 8 if code <= 7 else 4 if code <= 11 else 2 if code <= 13 else 16
+            stored = code if code <= 7 else code - 8 if code <= 11 else code - 12
+            if length == 16:
+                stored = data[pos]
+                pos += 1
+            b.add(list_name + " entries: heads", pos - p1)
+            b.add(list_name + " entries: XOR data (%d-byte writes)" % length, stored, 1)
+            pos += stored
             continue
         if xor:
             length = 8 if code <= 8 else 4 if code <= 13 else 2

@@ -1,5 +1,6 @@
-// The access-list entry encoding of index format version 6: XOR forms (short
-// data as the XOR with the block's previous data of its length) and repeat
+// The access-list entry encoding of index format versions 6 and 8: XOR forms
+// (short data as the XOR with the block's previous data at its offset, else
+// of its length) and repeat
 // forms (the event delta and head of a recent entry), from the builder to the
 // decoder and through the queries of a whole index.
 #include <gtest/gtest.h>
@@ -83,6 +84,64 @@ TEST(AccessEntryTest, ShortDataIsXorCodedAgainstThePreviousOfItsLength) {
   }
   const std::uint64_t bytes = ExpectRoundTrip(list, in, false);
   EXPECT_LE(bytes, 256u * 5) << "v5 took " << 128 * 11 + 128 * 7;
+}
+
+// An -O0 loop's locals: a pointer, a counter and a large value in three
+// stack slots, written in turn. Version 8 XORs each with the previous value
+// of its own slot (one byte stored); version 6 XORed it with the previous
+// 8-byte value, another slot's, and most of them stayed whole (8 bytes).
+TEST(AccessEntryTest, ShortDataIsXorCodedAgainstThePreviousAtItsOffset) {
+  AccessListBuilder list(64, 128, false, {});
+  std::vector<Input> in;
+  for (std::uint64_t i = 0; i < 192; ++i) {
+    const std::uint64_t values[3] = {0x7ffd12345000 + 8 * (i / 3), i / 3,
+                                     0x0123456789abcd00 + i / 3};
+    in.push_back({2 * i, static_cast<std::uint32_t>(0xf00 + 8 * (i % 3)), Le(values[i % 3], 8)});
+  }
+  for (const Input& x : in) {
+    list.Add(x.event, 7, x.offset, x.data, std::nullopt, 0, x.data.size());
+  }
+  const std::uint64_t bytes = ExpectRoundTrip(list, in, false);
+  EXPECT_LE(bytes, 192u * 4) << "v6 took ~" << 128 * 11 + 64 * 4;
+}
+
+// Vector stores (16 bytes) that change a few bytes of their slot: version 8
+// XORs them with the previous 16 bytes at their offset (1 + k bytes);
+// version 6 kept them whole (2 + 16). Then a fill of 2-byte values at a
+// stride (the same-data stride form after 2-byte XOR forms, which version 6
+// wrote but could not decode).
+TEST(AccessEntryTest, VectorStoresAndTwoByteFillsRoundTrip) {
+  AccessListBuilder list(64, 128, false, {});
+  std::vector<Input> in;
+  for (std::uint64_t i = 0; i < 128; ++i) {
+    std::vector<std::uint8_t> v(16, 0xa5);
+    v[0] = static_cast<std::uint8_t>(i / 4);
+    v[1] = static_cast<std::uint8_t>(i % 3);
+    in.push_back({3 * i, static_cast<std::uint32_t>(0x400 + 16 * (i % 4)), v});
+  }
+  for (std::uint64_t i = 0; i < 100; ++i) {
+    in.push_back({400 + i, static_cast<std::uint32_t>(0x800 + 2 * i), Le(1, 2)});
+  }
+  for (const Input& x : in) {
+    list.Add(x.event, 7, x.offset, x.data, std::nullopt, 0, x.data.size());
+  }
+  const std::uint64_t bytes = ExpectRoundTrip(list, in, false);
+  EXPECT_LE(bytes, 128u * 7 + 100 * 2 + 16) << "v6 took ~" << 128 * 21;
+}
+
+// Two threads' reads of a counter and a flag in turn (tests/e2e/test_bap.py):
+// the flag's XOR forms store nothing, the counter's one byte.
+TEST(AccessEntryTest, AlternatingSlotsRoundTrip) {
+  AccessListBuilder list(64, 128, false, {});
+  std::vector<Input> in;
+  for (std::uint64_t i = 0; i < 10; ++i) {
+    in.push_back(
+        {4 * i, static_cast<std::uint32_t>(8 * (i % 2)), Le(i % 2 ? 0x1234 : 10 + i / 2, 8)});
+  }
+  for (const Input& x : in) {
+    list.Add(x.event, 7, x.offset, x.data, std::nullopt, 0, x.data.size());
+  }
+  ExpectRoundTrip(list, in, false);
 }
 
 // Data the XOR form cannot shorten (random, other lengths, pieces of split
@@ -184,6 +243,43 @@ TEST(AccessEntryTest, CraftedFormsOutsideTheirRangeAreEmpty) {
     EXPECT_EQ(v, 0x2au);
     EXPECT_EQ(d.Next().length, 0u);  // its stored byte is past the end
   }
+  // Version 8: an XOR form's base is the previous data at its offset (0x10:
+  // 0x1111), not the previous 8-byte data (0x20: 0x2222), when the block
+  // has one; at an offset without one (0x30), the previous 8-byte data
+  // (0x1110, just decoded).
+  {
+    const std::vector<std::uint8_t> bytes = {
+        0x00, 0x10, 0x80, 0x11, 0x11, 0, 0, 0, 0, 0, 0,  // 0x10: 0x1111
+        0x00, 0x20, 0x80, 0x22, 0x22, 0, 0, 0, 0, 0, 0,  // 0x20: 0x2222
+        0x02, 0x10, 0x10, 0x01,                          // 0x10: XOR 0x01
+        0x02, 0x30, 0x10, 0x04};                         // 0x30: XOR 0x04
+    EntryDecoder d(bytes.data(), bytes.data() + bytes.size(), 0);
+    std::vector<std::uint64_t> got;
+    for (int i = 0; i < 4; ++i) {
+      const AccessEntry e = d.Next();
+      ASSERT_EQ(e.length, 8u) << i;
+      std::uint64_t v;
+      std::memcpy(&v, e.data, 8);
+      got.push_back(v);
+    }
+    EXPECT_EQ(got, (std::vector<std::uint64_t>{0x1111, 0x2222, 0x1110, 0x1114}));
+  }
+  // Version 8's 16-byte XOR form (code 14, then k): base 0 ^ 0x0201; k = 16
+  // (never written: the data inline is shorter) and code 15 are invalid.
+  {
+    const std::vector<std::uint8_t> bytes = {0x02, 0x00, 0xe0, 0x02, 0x01, 0x02};
+    EntryDecoder d(bytes.data(), bytes.data() + bytes.size(), 0);
+    const AccessEntry e = d.Next();
+    ASSERT_EQ(e.length, 16u);
+    std::uint64_t v[2];
+    std::memcpy(v, e.data, 16);
+    EXPECT_EQ(v[0], 0x0201u);
+    EXPECT_EQ(v[1], 0u);
+  }
+  std::vector<std::uint8_t> k16 = {0x02, 0x00, 0xe0, 16};
+  k16.resize(k16.size() + 16, 0x11);
+  EXPECT_EQ(decode(k16, 1), (L{0}));
+  EXPECT_EQ(decode({0x02, 0x00, 0xf0, 0x00, 0x00}, 1), (L{0}));
   // 64 one-byte entries, then an XOR form (entry 64: past kXorEntries).
   std::vector<std::uint8_t> long_block;
   for (int i = 0; i < 64; ++i) long_block.insert(long_block.end(), {0x00, 0x00, 0x10, 0x01});

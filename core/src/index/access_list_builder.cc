@@ -36,11 +36,31 @@ void AccessListBuilder::ResetIfCleared(PageState& state) const {
   state.complete = true;
 }
 
+// Once per write piece to a hot page: the common sizes (1, 2, 4, 8 bytes)
+// copy with a constant size, inlined, instead of two library calls.
 void AccessListBuilder::ApplyToState(PageState& state, std::uint32_t offset,
                                      std::span<const std::uint8_t> data) {
   ResetIfCleared(state);
-  std::memcpy(state.values + offset, data.data(), data.size());
-  std::memset(state.known + offset, 1, data.size());
+  std::uint8_t* values = state.values + offset;
+  std::uint8_t* known = state.known + offset;
+  constexpr std::uint64_t kOnes = 0x0101010101010101ull;
+  switch (data.size()) {
+    case 1:
+      *values = data[0], *known = 1;
+      return;
+    case 2:
+      std::memcpy(values, data.data(), 2), std::memcpy(known, &kOnes, 2);
+      return;
+    case 4:
+      std::memcpy(values, data.data(), 4), std::memcpy(known, &kOnes, 4);
+      return;
+    case 8:
+      std::memcpy(values, data.data(), 8), std::memcpy(known, &kOnes, 8);
+      return;
+    default:
+      std::memcpy(values, data.data(), data.size());
+      std::memset(known, 1, data.size());
+  }
 }
 
 // The page's write-state from its buffered entries (a page's first snapshot).
@@ -104,14 +124,17 @@ void AccessListBuilder::OpenBlock(Page& page, std::uint64_t event) {
   page.last_event = event;
   page.last_ref = 0;
   std::memset(page.bases, 0, sizeof(page.bases));
+  if (page.xor_table) std::memset(page.xor_table->tags, 0, sizeof(page.xor_table->tags));
   if (page.recent) page.recent->fill(~std::uint64_t(0));  // key kNoRepeat: no entry
   memory_bytes_ += sizeof(BlockRecord);
 }
 
-void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std::uint32_t offset,
-                            std::span<const std::uint8_t> data,
-                            std::optional<std::uint64_t> ref_offset, std::uint64_t piece_offset,
-                            std::uint64_t access_length, const EventDataRef* event_ref) {
+void AccessListBuilder::AddEntry(std::uint64_t event, std::uint64_t page_number,
+                                 std::uint32_t offset, std::span<const std::uint8_t> data,
+                                 std::uint64_t ref, std::uint64_t piece_offset,
+                                 std::uint64_t access_length, const EventDataRef* event_ref) {
+  std::optional<std::uint64_t> ref_offset;
+  if (ref != kNoRefOffset) ref_offset = ref;
   // Consecutive accesses usually hit the same page: skip the lookup. Other
   // pages go through a direct-mapped cache before the hash map (its modulo
   // and node walk cost more than the rest of an append).
@@ -159,22 +182,40 @@ void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std:
   const bool inline_short = code >= 1 && code <= kMaxInlineCode && !without_data_;
   const bool same_data = stride && inline_short && page.last_length == length &&
                          std::memcmp(page.last_data, data.data(), length) == 0;
-  // XOR form: short data of 2, 4 or 8 bytes as the XOR with the block's
-  // previous short data of its length, when that has fewer significant
+  // XOR form: short data of 2, 4, 8 or 16 bytes as the XOR with the
+  // block's previous short data of its length at its offset, else of its
+  // length (index_format.h, XorTableSlot), when that has fewer significant
   // bytes than the data.
   bool xor_form = false;
-  std::uint64_t x = 0;
+  std::uint64_t x[2] = {};
   std::uint32_t stored = 0;
-  if (const int slot = inline_short ? XorSlot(length) : -1; slot >= 0) {
-    std::uint64_t value = 0;
-    std::memcpy(&value, data.data(), length);
-    x = value ^ page.bases[slot];
-    stored = x == 0 ? 0 : (64 - static_cast<std::uint32_t>(__builtin_clzll(x)) + 7) / 8;
+  const bool inline16 =
+      length == 16 && code == 0 && !split && !ref_offset && !event_ref && !without_data_;
+  if (const int slot = inline_short || inline16 ? XorSlot(length) : -1; slot >= 0) {
+    std::uint64_t value[2] = {};
+    std::memcpy(value, data.data(), length);
+    if (!page.xor_table) {
+      page.xor_table = std::make_unique<XorTable>();
+      std::memset(page.xor_table->tags, 0, sizeof(page.xor_table->tags));
+      memory_bytes_ += sizeof(XorTable);
+    }
+    XorTable& table = *page.xor_table;
+    const std::uint32_t t = XorTableSlot(offset);
+    const std::uint16_t tag = XorTableTag(offset, slot);
+    const std::uint64_t* base = table.tags[t] == tag ? table.values[t] : page.bases[slot];
+    x[0] = value[0] ^ base[0];
+    x[1] = value[1] ^ base[1];
+    stored = x[1] != 0   ? 8 + (64 - static_cast<std::uint32_t>(__builtin_clzll(x[1])) + 7) / 8
+             : x[0] != 0 ? (64 - static_cast<std::uint32_t>(__builtin_clzll(x[0])) + 7) / 8
+                         : 0;
     if (!same_data && index < kXorEntries && stored < length) {
       xor_form = true;
       code = XorCode(length, stored);
     }
-    page.bases[slot] = value;  // unchanged by a same-data entry
+    // (unchanged by a same-data entry)
+    std::memcpy(page.bases[slot], value, sizeof(value));
+    table.tags[t] = tag;
+    std::memcpy(table.values[t], value, sizeof(value));
   }
   std::uint32_t head17 = offset | code << 12 | (xor_form ? 1u << 16 : 0);
   if (same_data) head17 = (page.last_head & ~0xfffu) | offset, xor_form = false;
@@ -198,7 +239,8 @@ void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std:
     }
     recent = std::uint64_t(key) << 32 | index;
   }
-  std::uint8_t head[kMaxEntryBytes + 8];
+  const std::size_t before = page.data.size();
+  std::uint8_t* const head = page.data.Reserve(kMaxEntryBytes + 16);  // in place (Reserve)
   std::uint8_t* p = head;
   if (same_data) {
     PutVarint(std::uint64_t(kStrideForm + 1) << 1 | 1, p);
@@ -221,7 +263,8 @@ void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std:
     std::memcpy(page.last_data, data.data(), length);
   }
   if (xor_form) {
-    std::memcpy(p, &x, stored);  // the low bytes (little-endian)
+    if (length == 16) *p++ = static_cast<std::uint8_t>(stored);
+    std::memcpy(p, x, stored);  // the low bytes (little-endian)
     p += stored;
   }
   if (code == 0 && !xor_form) {
@@ -248,8 +291,7 @@ void AccessListBuilder::Add(std::uint64_t event, std::uint64_t page_number, std:
       memory_bytes_ += data.size();
     }
   }
-  const std::size_t before = page.data.size();
-  page.data.AppendShort(head, p - head);
+  page.data.Commit(p - head);
   if (!ref_offset && !event_ref && !without_data_ && !xor_form && !same_data) {
     page.data.Append(data.data(), data.size());
   }

@@ -15,7 +15,8 @@
 //
 // Memory: the encoded entries (1-3 bytes + data per entry), 32 bytes per
 // block, 512 bytes per page with 128 entries or more (the repeat forms'
-// table), 4.6 KiB per snapshot and 8 KiB of state per hot page, until Flush();
+// table), 1.1 KiB per page with short data kept in the index (the XOR
+// forms' table), 4.6 KiB per snapshot and 8 KiB of state per hot page, until Flush();
 // after it, the 8 KiB states of hot pages, up to set_carry_budget().
 //
 // Thread-safety: one thread at a time.
@@ -49,10 +50,15 @@ class AccessListBuilder {
   // `event_ref` (not with ref_offset): the entry references the event's
   // write instead of holding the data (kEntryEvent); the builder still keeps
   // the data in memory until Flush(), for the page's snapshots.
+  // Inline: an optional passed to an out-of-line call goes on the stack in
+  // two stores and is reloaded whole, which stalls (no store forwarding).
   void Add(std::uint64_t event, std::uint64_t page, std::uint32_t offset,
            std::span<const std::uint8_t> data, std::optional<std::uint64_t> ref_offset,
            std::uint64_t piece_offset, std::uint64_t access_length,
-           const EventDataRef* event_ref = nullptr);
+           const EventDataRef* event_ref = nullptr) {
+    AddEntry(event, page, offset, data, ref_offset ? *ref_offset : kNoRefOffset, piece_offset,
+             access_length, event_ref);
+  }
   // All memory becomes unknown before the writes of `event`.
   void ClearMemory(std::uint64_t event);
   // The next entries belong to a segment starting at `first_event`.
@@ -84,6 +90,10 @@ class AccessListBuilder {
     std::uint64_t epoch;
     bool complete;  // every write since the last clear, not only this segment's
   };
+  struct XorTable {
+    std::uint16_t tags[kXorTableSize];  // 0: none
+    std::uint64_t values[kXorTableSize][2];
+  };
   static constexpr int kRecentBits = 6;
   static constexpr std::uint64_t kRecentAfter = 128;
   struct Page {
@@ -91,10 +101,14 @@ class AccessListBuilder {
     std::vector<BlockRecord> blocks;  // data_offset relative to `data`
     std::uint64_t last_event = 0;
     std::uint64_t last_ref = 0;  // last referenced trace offset of the current block
-    // The current block's XOR bases (short data of 8, 4, 2 bytes), and its
+    // The current block's XOR bases (short data of 8, 4, 2, 16 bytes: low,
+    // high 8 bytes), and its
     // entries' repeat keys (below) in a direct-mapped table: key << 32 |
     // entry index, by hash of the key.
-    std::uint64_t bases[3] = {};
+    std::uint64_t bases[4][2] = {};
+    // The current block's last short data by offset (index_format.h,
+    // XorTableSlot), from the page's first short data on.
+    std::unique_ptr<XorTable> xor_table;
     // The previous entry's event delta and head (xor << 16 | u16 head), the
     // offset of the one before, and its inline data (for stride forms).
     std::uint64_t last_delta = 0;
@@ -105,10 +119,10 @@ class AccessListBuilder {
     // write no repeat form: a few bytes each, and no table to pay for).
     std::unique_ptr<std::array<std::uint64_t, 1 << kRecentBits>> recent;
     std::uint64_t entries = 0;              // in this segment
+    std::unique_ptr<PageState> state;       // hot pages only
     std::vector<SnapshotRecord> snapshots;  // data_offset relative to `snapshot_data`
     std::vector<std::uint8_t> snapshot_data;
     std::vector<std::uint8_t> event_data;  // event-referenced pieces' bytes, in order
-    std::unique_ptr<PageState> state;      // hot pages only
   };
 
   // Repeat keys: event delta << 17 | xor << 16 | head, for deltas below
@@ -117,6 +131,11 @@ class AccessListBuilder {
   static constexpr std::uint64_t kRepeatMaxDelta = std::uint64_t(1) << 14;
   static constexpr std::uint32_t kNoRepeat = ~std::uint32_t(0);
 
+  // Add() with ref = kNoRefOffset for "not referenced".
+  static constexpr std::uint64_t kNoRefOffset = ~std::uint64_t(0);
+  void AddEntry(std::uint64_t event, std::uint64_t page, std::uint32_t offset,
+                std::span<const std::uint8_t> data, std::uint64_t ref, std::uint64_t piece_offset,
+                std::uint64_t access_length, const EventDataRef* event_ref);
   void OpenBlock(Page& page, std::uint64_t event);
   void TakeSnapshot(Page& page);
   void Rebuild(Page& page, PageState& state) const;

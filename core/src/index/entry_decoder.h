@@ -52,7 +52,9 @@ class EntryDecoder {
  public:
   EntryDecoder(const std::uint8_t* in, const std::uint8_t* end, std::uint64_t first_event,
                bool without_data = false)
-      : in_(in), end_(end), event_(first_event), without_data_(without_data) {}
+      : in_(in), end_(end), event_(first_event), without_data_(without_data) {
+    std::memset(xor_tags_, 0, sizeof(xor_tags_));
+  }
   AccessEntry Next() {
     AccessEntry e;
     Read(e);
@@ -113,12 +115,14 @@ class EntryDecoder {
       e.ref = false;
       e.length = head >> 16 ? XorLength(code) : code;
       e.access_length = e.length;
-      if (!last_data || code > kMaxInlineCode || e.length == 0 ||
+      // (the previous entry's data: inline, or an XOR form of 2-8 bytes)
+      if (!last_data || code > (head >> 16 ? kXor16Code - 1 : kMaxInlineCode) || e.length == 0 ||
           e.offset + std::uint64_t{e.length} > kPageSize) {
         return false;
       }
       e.data = last_data_ = last_data;
       e.decoded = last_decoded_ = last_decoded;
+      if (const int slot = XorSlot(e.length); slot >= 0) Remember(e, slot);
       return true;
     }
     if (head >> 16) return DecodeXor(e, code, i);
@@ -134,11 +138,7 @@ class EntryDecoder {
       }
       if (!TakeData(e)) return false;
       if (!without_data_) last_data_ = e.data, last_decoded_ = false;
-      if (const int slot = XorSlot(code); slot >= 0 && !without_data_) {
-        std::uint64_t value = 0;
-        std::memcpy(&value, e.data, code);
-        bases_[slot] = value;
-      }
+      if (const int slot = XorSlot(code); slot >= 0 && !without_data_) Remember(e, slot);
       return true;
     }
     e.ref = false;
@@ -164,7 +164,9 @@ class EntryDecoder {
       e.source.reader_offset = GetVarint(in_, end_);
       e.source.reader_aux = GetVarint(in_, end_);
     } else {
-      return TakeData(e);
+      if (!TakeData(e)) return false;
+      // Inline 16 bytes: the next XOR base of 16 bytes.
+      if (e.length == 16 && !(x & kEntrySplit) && !without_data_) Remember(e, XorSlot(16));
     }
     return true;
   }
@@ -174,21 +176,42 @@ class EntryDecoder {
     e.ref = false;
     e.length = XorLength(code);
     e.access_length = e.length;
-    const std::uint32_t k = XorStored(code);
-    if (without_data_ || i >= kXorEntries || e.offset + std::uint64_t{e.length} > kPageSize ||
-        static_cast<std::uint64_t>(end_ - in_) < k) {
+    if (without_data_ || code > kXor16Code || i >= kXorEntries ||
+        e.offset + std::uint64_t{e.length} > kPageSize || (code == kXor16Code && in_ == end_)) {
       return false;
     }
-    std::uint64_t x = 0;
-    std::memcpy(&x, in_, k);
+    const std::uint32_t k = code == kXor16Code ? *in_++ : XorStored(code);
+    if (k >= e.length || static_cast<std::uint64_t>(end_ - in_) < k) return false;
+    std::uint64_t value[2] = {};
+    std::memcpy(value, in_, k);
     in_ += k;
-    std::uint64_t& base = bases_[XorSlot(e.length)];
-    base ^= x;
-    std::uint8_t* out = values_ + 8 * i;
-    std::memcpy(out, &base, 8);
-    e.data = last_data_ = out;
-    e.decoded = last_decoded_ = true;
+    const int slot = XorSlot(e.length);
+    const std::uint32_t t = XorTableSlot(e.offset);
+    const std::uint64_t* base =
+        xor_tags_[t] == XorTableTag(e.offset, slot) ? xor_values_[t] : bases_[slot];
+    value[0] ^= base[0];
+    value[1] ^= base[1];
+    std::uint8_t* out = values_ + 16 * i;
+    std::memcpy(out, value, 16);
+    e.data = out;
+    e.decoded = true;
+    Remember(e, slot);
+    // Data a same-data stride form can repeat: 2-8 bytes (as the builder).
+    if (e.length <= 8) last_data_ = out, last_decoded_ = true;
     return true;
+  }
+
+  // The data of entry `e`, of length XorSlot `slot`: the next XOR bases
+  // (index_format.h, XorTableSlot).
+  void Remember(const AccessEntry& e, int slot) {
+    std::uint64_t value[2] = {};
+    std::memcpy(value, e.data, e.length);
+    bases_[slot][0] = value[0];
+    bases_[slot][1] = value[1];
+    const std::uint32_t t = XorTableSlot(e.offset);
+    xor_tags_[t] = XorTableTag(e.offset, slot);
+    xor_values_[t][0] = value[0];
+    xor_values_[t][1] = value[1];
   }
 
   // An entry's inline data (none when the block holds no data).
@@ -220,14 +243,17 @@ class EntryDecoder {
   std::uint64_t event_;
   std::uint64_t ref_ = 0;
   bool without_data_;
-  std::uint32_t index_ = 0;      // entries decoded so far
-  std::uint64_t bases_[3] = {};  // XOR bases of short data of 8, 4, 2 bytes
+  std::uint32_t index_ = 0;         // entries decoded so far
+  std::uint64_t bases_[4][2] = {};  // XOR bases of short data of 8, 4, 2, 16 bytes
+  // The last short data by offset (XorTableSlot): tag 0 = none.
+  std::uint16_t xor_tags_[kXorTableSize];
+  std::uint64_t xor_values_[kXorTableSize][2];
   // The previous entry's inline data (null: none) and whether it is in values_.
   const std::uint8_t* last_data_ = nullptr;
   bool last_decoded_ = false;
   std::uint64_t deltas_[kRepeatRing];  // the last entries' event deltas and heads
   std::uint32_t heads_[kRepeatRing];
-  std::uint8_t values_[8 * kXorEntries];  // XOR-form entries' data
+  std::uint8_t values_[16 * kXorEntries];  // XOR-form entries' data
 };
 
 }  // namespace backstep::core

@@ -18,7 +18,7 @@ namespace backstep::core {
 inline constexpr char kIndexMagic[8] = {'B', 'S', 'I', 'N', 'D', 'E', 'X', '\n'};
 inline constexpr char kFooterMagic[8] = {'B', 'S', 'I', 'D', 'X', 'E', 'N', 'D'};
 // Bump on any change of layout or meaning; a different version is rebuilt.
-inline constexpr std::uint32_t kIndexVersion = 7;
+inline constexpr std::uint32_t kIndexVersion = 8;
 
 inline constexpr std::uint64_t kPageBits = 12;
 inline constexpr std::uint64_t kPageSize = 1u << kPageBits;
@@ -324,13 +324,18 @@ inline std::uint64_t GetVarint(const std::uint8_t*& in, const std::uint8_t* end)
 //     ::aux) of the event: the piece is bytes [piece offset, + length) of
 //     that write, decoded again from the trace (EventDataRef).
 // With xor == 1 (only among a block's first kXorEntries entries, never in a
-// list without data), the data of length L is the XOR of the block's
-// previous short data of length L (zero at the block's start) and k stored
-// bytes (the low bytes; the others are zero): code 0..8: L = 8, k = code;
-// 9..13: L = 4, k = code - 9; 14, 15: L = 2, k = code - 14. "Short data of
-// length L" is the data of an entry with xor == 1 and that L, or with
-// xor == 0 and code L (2, 4 or 8). Pointers that share their high bytes and
-// small integers so cost 0-3 bytes instead of 8.
+// list without data), the data of length L is the XOR of its base (below)
+// and k stored bytes (the low bytes; the others are zero): code 0..7: L = 8,
+// k = code; 8..11: L = 4, k = code - 8; 12, 13: L = 2, k = code - 12; 14
+// (version 8): L = 16, u8 k (< 16) follows the head, then the k bytes; 15:
+// invalid. The base (version 8) is the block's previous short data of
+// length L at the entry's offset if the XOR table (XorTableSlot) has it,
+// else the block's previous short data of length L (zero at the block's
+// start). "Short data of length L" is the data of an entry with xor == 1
+// and that L, or with xor == 0 and code L (2, 4 or 8), or (L = 16) the
+// inline data of an extended entry of 16 bytes that is not split. Pointers
+// that share their high bytes and small integers so cost 0-3 bytes instead
+// of 8; a vector store that changes a few bytes of a slot costs those.
 // EntryDecoder (entry_decoder.h) reads entries; AccessListBuilder writes them.
 inline constexpr std::uint64_t kEntryRef = 1, kEntrySplit = 2, kEntryEvent = 4;
 inline constexpr std::uint64_t kMaxEntryBytes = 2 + 7 * 10;  // without data
@@ -345,16 +350,36 @@ inline constexpr std::uint32_t kStrideForm = kRepeatWindow;
 inline constexpr std::uint32_t kRepeatRing = 64;
 inline constexpr std::uint32_t kXorEntries = 64;
 // XOR form: L and k of code c (see above), and the code of (L, k).
-inline constexpr std::uint32_t XorLength(std::uint32_t c) { return c <= 8 ? 8 : c <= 13 ? 4 : 2; }
+// Version 8: k < L always (codes with k == L were never written), which
+// frees code 14 for 16 bytes, whose k is the byte after the head; code 15
+// is invalid.
+inline constexpr std::uint32_t kXor16Code = 14;
+inline constexpr std::uint32_t XorLength(std::uint32_t c) {
+  return c <= 7 ? 8 : c <= 11 ? 4 : c <= 13 ? 2 : 16;
+}
 inline constexpr std::uint32_t XorStored(std::uint32_t c) {
-  return c <= 8 ? c : c <= 13 ? c - 9 : c - 14;
+  return c <= 7 ? c : c <= 11 ? c - 8 : c - 12;  // not for kXor16Code
 }
 inline constexpr std::uint32_t XorCode(std::uint32_t length, std::uint32_t k) {
-  return length == 8 ? k : length == 4 ? 9 + k : 14 + k;
+  return length == 16 ? kXor16Code : length == 8 ? k : length == 4 ? 8 + k : 12 + k;
 }
-// Index of the XOR base of short data of length 2, 4, 8 (others: none).
+// Index of the XOR base of data of length 2, 4, 8, 16 (others: none).
 inline constexpr int XorSlot(std::uint32_t length) {
-  return length == 8 ? 0 : length == 4 ? 1 : length == 2 ? 2 : -1;
+  return length == 8 ? 0 : length == 4 ? 1 : length == 2 ? 2 : length == 16 ? 3 : -1;
+}
+// Version 8: the XOR base of short data of length L at offset o is the
+// block's previous short data of length L *at offset o* when the table below
+// still holds it, else the block's previous short data of length L. The
+// table (builder and decoder alike) has kXorTableSize slots, one per
+// XorTableSlot(o), each holding the tag (XorTableTag(o, XorSlot(L))) and
+// data of the last short data whose offset maps to it; it is empty at the
+// block's start and every short data entry (any form) updates it.
+inline constexpr std::uint32_t kXorTableSize = 64;
+inline constexpr std::uint32_t XorTableSlot(std::uint32_t offset) {
+  return (offset >> 3) & (kXorTableSize - 1);
+}
+inline constexpr std::uint16_t XorTableTag(std::uint32_t offset, int slot) {
+  return static_cast<std::uint16_t>(0x8000u | static_cast<std::uint32_t>(slot) << 12 | offset);
 }
 
 inline std::uint64_t ZigZag(std::int64_t v) {
