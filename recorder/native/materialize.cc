@@ -89,10 +89,13 @@ bool RunsForReal(std::uint64_t nr) {
 class LogAnswerer : public SyscallSource {
  public:
   // Answers the log's system calls [first, limit): the recording stops
-  // after limit - 1 unless it is the log's last.
+  // after limit - 1 unless the interval is the last (`last`: it runs to the
+  // program's end). A snapshot after the log's last call (a program that
+  // computes, then crashes) makes limit the log's size for the interval
+  // before the last one: it still stops there.
   LogAnswerer(const NativeLog& log, CountingSink& sink, std::size_t first, std::size_t limit,
-              std::string where)
-      : log_(log), sink_(sink), next_(first), limit_(limit), where_(std::move(where)) {
+              bool last, std::string where)
+      : log_(log), sink_(sink), next_(first), limit_(limit), last_(last), where_(std::move(where)) {
     SkipRseq();
   }
 
@@ -123,6 +126,7 @@ class LogAnswerer : public SyscallSource {
   CountingSink& sink_;
   std::size_t next_ = 0;
   const std::size_t limit_;
+  const bool last_;
   const std::string where_;  // after the position: which interval, if not the whole run
   bool ends_ = false;
   SignalAfter signal_;  // of the call just answered
@@ -177,7 +181,7 @@ core::Expected<Stop> LogAnswerer::Answer(Tracee& tracee, const user_regs_struct&
   const bool failed = result > ~std::uint64_t{4095};
   const bool ends = nr == SYS_exit || nr == SYS_exit_group;
   ++next_;
-  ends_ = next_ == limit_ && limit_ < log_.syscalls.size();
+  ends_ = next_ == limit_ && !last_;
   // A snapshot follows this call: where an interval ends (ends_), or a
   // single pass cuts.
   const auto snapshot =
@@ -335,7 +339,7 @@ core::Expected<RecordResult> MaterializeInterval(const NativeLog& log, const Int
   }
   CountingSink counting(sink, interval.cut);
   const std::size_t limit = interval.last ? log.syscalls.size() : interval.limit;
-  LogAnswerer answerer(log, counting, interval.first, limit, interval.where);
+  LogAnswerer answerer(log, counting, interval.first, limit, interval.last, interval.where);
   emu.syscalls = &answerer;
   RecordOptions options;
   options.spawn.argv = log.argv;
