@@ -275,6 +275,9 @@ std::string Check(InsnDecoder& decoder, std::uint64_t pc, std::span<const std::u
   }
   std::vector<Range> reads, writes;
   InsnDecoder::Reads(d, before, after, &reads);
+  // A read under an opmask with every element enabled: the whole operand.
+  for (const Decoded::MaskedRead& m : d.masked_reads)
+    InsnDecoder::MaskedReads(m, before, ~std::uint64_t{0}, &reads);
   InsnDecoder::Writes(d, before, after, &writes);
   if (TouchesNoData(insn.mnemonic) || (insn.memory.empty() && !ImplicitMemory(insn.mnemonic))) {
     return reads.empty() && writes.empty() ? "" : "an access without a memory operand";
