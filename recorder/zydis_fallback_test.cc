@@ -22,6 +22,16 @@ struct Expect {
 
 constexpr core::Address kPc = 0x400000;
 
+// The ranges a decoded instruction gave, against those expected, in order.
+void ExpectRanges(const std::vector<Range>& got, const std::vector<Range>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].start, want[i].start);
+    EXPECT_EQ(got[i].size, want[i].size);
+    EXPECT_EQ(got[i].maybe, want[i].maybe);
+  }
+}
+
 TEST(ZydisFallback, EvexReadsAndWrites) {
   user_regs_struct r{};
   r.rdi = 0x10000;
@@ -67,17 +77,8 @@ TEST(ZydisFallback, EvexReadsAndWrites) {
     std::vector<Range> reads, writes;
     InsnDecoder::Reads(d, r, r, &reads);
     InsnDecoder::Writes(d, r, r, &writes);
-    ASSERT_EQ(reads.size(), c.reads.size());
-    for (std::size_t i = 0; i < reads.size(); ++i) {
-      EXPECT_EQ(reads[i].start, c.reads[i].start);
-      EXPECT_EQ(reads[i].size, c.reads[i].size);
-    }
-    ASSERT_EQ(writes.size(), c.writes.size());
-    for (std::size_t i = 0; i < writes.size(); ++i) {
-      EXPECT_EQ(writes[i].start, c.writes[i].start);
-      EXPECT_EQ(writes[i].size, c.writes[i].size);
-      EXPECT_EQ(writes[i].maybe, c.writes[i].maybe);
-    }
+    ASSERT_NO_FATAL_FAILURE(ExpectRanges(reads, c.reads));
+    ASSERT_NO_FATAL_FAILURE(ExpectRanges(writes, c.writes));
   }
 }
 
@@ -196,11 +197,7 @@ TEST(ZydisFallback, MaskedReadsAreTheEnabledElements) {
     ASSERT_EQ(d.masked_reads.size(), 1u);
     EXPECT_EQ(d.masked_reads[0].mask_register, c.mask_register);
     InsnDecoder::MaskedReads(d.masked_reads[0], r, c.opmask, &reads);
-    ASSERT_EQ(reads.size(), c.reads.size());
-    for (std::size_t i = 0; i < reads.size(); ++i) {
-      EXPECT_EQ(reads[i].start, c.reads[i].start);
-      EXPECT_EQ(reads[i].size, c.reads[i].size);
-    }
+    ASSERT_NO_FATAL_FAILURE(ExpectRanges(reads, c.reads));
   }
   // Without an opmask (k0) the whole operand is read.
   InsnDecoder decoder;

@@ -18,8 +18,6 @@ namespace {
 
 constexpr std::uint64_t kPage = 4096;
 
-std::string Errno() { return std::strerror(errno); }
-
 }  // namespace
 
 void NativeSession::CollectWrites(LoggedSyscall* call, bool full_diff) {
@@ -125,7 +123,7 @@ core::Status NativeSession::OnSyscall() {
   // the program, after it).
   while (true) {
     if (ptrace(PTRACE_SYSCALL, pid_, nullptr, 0) != 0)
-      return core::Status::IOError("PTRACE_SYSCALL: " + Errno());
+      return core::Status::IOError("PTRACE_SYSCALL: " + std::string(std::strerror(errno)));
     core::Expected<int> status = Wait();
     if (!status.ok()) return status.status();
     if (WIFEXITED(*status) || WIFSIGNALED(*status)) {
