@@ -83,6 +83,7 @@ int RunRecord(Args& args);
 struct NativeCliOptions {
   std::optional<std::string> snapshot_ms, snapshot_syscalls, jobs;
   bool crash_first = false;
+  bool no_syscall_buffer = false;
 };
 int RunRecordNative(const std::vector<std::string>& command, const std::string& path,
                     bool portable_cpuid, const std::optional<std::string>& log,

@@ -1,7 +1,7 @@
 // backstep record [-o FILE] [--max-insns N] [--no-reads] [--follow parent|child]
 //                 [--engine ptrace|emu|native] [--cpuid native|portable] [--no-vdso]
 //                 [--log LOG] [--log-only] [--snapshot-ms N] [--snapshot-syscalls N]
-//                 [--jobs N] [--crash-first] -- PROG [ARGS]
+//                 [--jobs N] [--crash-first] [--no-syscall-buffer] -- PROG [ARGS]
 // backstep record --engine native --from-log LOG [-o FILE] [--jobs N] [--crash-first]
 #include <sys/stat.h>
 #include <unistd.h>
@@ -49,6 +49,7 @@ int RunRecord(Args& args) {
   native.snapshot_syscalls = args.TakeOption("snapshot-syscalls");
   native.jobs = args.TakeOption("jobs");
   native.crash_first = args.TakeFlag("crash-first");
+  native.no_syscall_buffer = args.TakeFlag("no-syscall-buffer");
   // `-o FILE` (one dash) is not an Args option: take it from the positionals.
   std::vector<std::string> rest = args.Positionals();
   if (!output && rest.size() == 2 && rest[0] == "-o") {
@@ -65,7 +66,7 @@ int RunRecord(Args& args) {
     if (max || no_reads || reads || follow || no_vdso || (cpuid && *cpuid == "native"))
       return Usage(
           "record: --engine native takes only -o, --cpuid portable, --log, --log-only, --from-log, "
-          "--snapshot-ms, --snapshot-syscalls, --jobs and --crash-first (no "
+          "--snapshot-ms, --snapshot-syscalls, --jobs, --crash-first and --no-syscall-buffer (no "
           "reads, no --max-insns, the parent only, the vDSO hidden)");
     if (from_log ? !command.empty() || log || log_only : command.empty())
       return Usage("record: --engine native wants -- PROG [ARGS] or --from-log LOG");
@@ -74,10 +75,10 @@ int RunRecord(Args& args) {
                            cpuid == "portable", log, from_log, log_only, native);
   }
   if (log || from_log || log_only || native.snapshot_ms || native.snapshot_syscalls ||
-      native.jobs || native.crash_first)
+      native.jobs || native.crash_first || native.no_syscall_buffer)
     return Usage(
-        "record: --log, --log-only, --from-log, --snapshot-ms, --snapshot-syscalls, --jobs and "
-        "--crash-first are for --engine native");
+        "record: --log, --log-only, --from-log, --snapshot-ms, --snapshot-syscalls, --jobs, "
+        "--crash-first and --no-syscall-buffer are for --engine native");
   if (command.empty()) return Usage("record: no program (usage: record [-o FILE] -- PROG [ARGS])");
   if (engine != "ptrace" && engine != "emu")
     return Usage("record: --engine is ptrace, emu or native");

@@ -1,6 +1,6 @@
 // backstep record --engine native [-o FILE] [--cpuid portable] [--log LOG] [--log-only]
 //                 [--snapshot-ms N] [--snapshot-syscalls N] [--jobs N] [--crash-first]
-//                 -- PROG [ARGS]
+//                 [--no-syscall-buffer] -- PROG [ARGS]
 // backstep record --engine native --from-log LOG [-o FILE] [--jobs N] [--crash-first]
 //
 // The two phases of the native engine (recorder/native/): the program runs
@@ -49,8 +49,10 @@ int RunRecordNative(const std::vector<std::string>& command, const std::string& 
   if (!snapshot_ms || !snapshot_syscalls)
     return Usage("record: --snapshot-ms and --snapshot-syscalls want a number (0: none)");
   if (native.snapshot_syscalls && !native.snapshot_ms) snapshot_ms = 0;  // by count only
-  if (from_log && (native.snapshot_ms || native.snapshot_syscalls))
-    return Usage("record: --from-log materializes the log's snapshots (no --snapshot-*)");
+  if (from_log && (native.snapshot_ms || native.snapshot_syscalls || native.no_syscall_buffer))
+    return Usage(
+        "record: --from-log materializes the log as recorded (no --snapshot-* or "
+        "--no-syscall-buffer)");
   record::MaterializeOptions materialize;
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   materialize.jobs = cpus > 0 ? static_cast<unsigned>(cpus) : 1;
@@ -66,15 +68,19 @@ int RunRecordNative(const std::vector<std::string>& command, const std::string& 
     options.portable_cpuid = portable_cpuid;
     options.snapshot_ms = *snapshot_ms;
     options.snapshot_syscalls = *snapshot_syscalls;
+    options.syscall_buffer = !native.no_syscall_buffer;
     const auto start = std::chrono::steady_clock::now();
     core::Expected<record::NativeResult> r = record::RecordNative(options, log_path);
     if (!r.ok()) return Fail(r.status());
     program_status = r->end == record::NativeLog::End::kExited ? r->status : 128 + r->status;
     std::fprintf(
         stderr,
-        "%s: record phase %.3f s (%llu system calls, %llu rdtsc, %llu held signals, "
+        "%s: record phase %.3f s (%llu system calls, %llu buffered at %llu sites, %llu rdtsc, "
+        "%llu held signals, "
         "%llu snapshots of %llu bytes; CPUID %s)\n",
         log_path.c_str(), SecondsSince(start), static_cast<unsigned long long>(r->syscalls),
+        static_cast<unsigned long long>(r->buffered),
+        static_cast<unsigned long long>(r->patched_sites),
         static_cast<unsigned long long>(r->rdtsc), static_cast<unsigned long long>(r->held_signals),
         static_cast<unsigned long long>(r->snapshots),
         static_cast<unsigned long long>(r->snapshot_bytes),

@@ -10,6 +10,10 @@
 // knows, else a diff of all writable memory against a copy taken at entry;
 // for a file mmap, the new mapping's contents (materialization maps
 // anonymous memory there). rseq is refused (ENOSYS) as by the other engines.
+// The common calls (read and write of files, /dev/null and /dev/zero, the
+// getpid family, clock_gettime) stop nothing once their glibc site is
+// patched: the system call buffer (syscall_buffer.h) makes them in the
+// program and the recorder logs them from it, exactly as if traced.
 //
 // rdtsc/rdtscp: PR_SET_TSC makes them fault; the recorder answers with the
 // host's counter (rdtscp's TSC_AUX: 0, as the emu engine) and logs it.
@@ -111,6 +115,9 @@ struct NativeOptions {
   std::vector<KernelAnswer> kernel_answers;
   std::vector<std::vector<std::uint8_t>> random_reads;
   std::vector<KernelAnswer> file_stats;
+  // The in-process system call buffer (syscall_buffer.h): read, write and
+  // the other calls it knows cost no stop (--no-syscall-buffer: off).
+  bool syscall_buffer = true;
 };
 
 struct NativeResult {
@@ -118,6 +125,8 @@ struct NativeResult {
   int status = 0;  // exit code or signal
   std::uint64_t syscalls = 0, rdtsc = 0, held_signals = 0;
   std::uint64_t full_diffs = 0;  // system calls whose writes came from a memory diff
+  std::uint64_t buffered = 0;    // of `syscalls`: made without a stop (syscall_buffer.h)
+  std::uint64_t patched_sites = 0;
   std::uint64_t snapshots = 0, snapshot_bytes = 0;  // their files' total size
   NativeLog::Cpuid cpuid = NativeLog::Cpuid::kPortable;
 };

@@ -88,7 +88,17 @@ core::Status NativeSession::Start() {
   char cwd[4096] = {};
   if (getcwd(cwd, sizeof cwd)) log_.cwd = cwd;
   log_.environment = CurrentEnvironment();
-  return InstallSyscallTrap(tracee_);
+  std::optional<std::uint64_t> allowed;
+  if (options_.syscall_buffer) {
+    // Clock reads stay traced when their answers are given.
+    core::Expected<std::optional<SyscallBuffer>> buffer =
+        SyscallBuffer::Install(tracee_, options_.kernel_answers.empty());
+    if (!buffer.ok()) return buffer.status();
+    buffer_ = std::move(*buffer);
+    if (buffer_) allowed = buffer_->allowed_ip();
+  }
+  like_ = regs;
+  return InstallSyscallTrap(tracee_, allowed);
 }
 
 core::Expected<int> NativeSession::Wait() {
@@ -164,15 +174,21 @@ std::uint64_t NativeSession::ProgramCpuNs() const {
   return static_cast<std::uint64_t>(t.tv_sec) * 1000000000u + static_cast<std::uint64_t>(t.tv_nsec);
 }
 
-core::Status NativeSession::MaybeSnapshot() {
+bool NativeSession::SnapshotDue() const {
   const std::uint64_t count = log_.syscalls.size();
   const bool by_count =
       options_.snapshot_syscalls && count - last_snapshot_syscall_ >= options_.snapshot_syscalls;
-  const bool by_time = options_.snapshot_ms && !by_count &&
-                       ProgramCpuNs() - last_snapshot_ns_ >= options_.snapshot_ms * 1000000;
-  if (!by_count && !by_time) return core::Status::Ok();
+  return by_count || (options_.snapshot_ms &&
+                      ProgramCpuNs() - last_snapshot_ns_ >= options_.snapshot_ms * 1000000);
+}
+
+core::Status NativeSession::MaybeSnapshot() {
+  snapshot_wanted_ = false;
+  if (!SnapshotDue()) return core::Status::Ok();
+  const std::uint64_t count = log_.syscalls.size();
   core::Expected<Snapshot> snapshot = TakeSnapshot(tracee_, signals_);
   if (!snapshot.ok()) return snapshot.status();
+  if (buffer_) buffer_->Hide(&*snapshot);
   snapshot->syscall = count;
   snapshot->rdtsc = log_.rdtsc.size();
   const std::string path = log_path_ + ".snap" + std::to_string(log_.snapshots.size());
@@ -263,11 +279,14 @@ core::Status NativeSession::Run() {
       }
     }
     if (Synchronous(sig, info.si_code)) {
+      // It may end the program: the buffer's calls are logged first.
+      if (core::Status s = DrainBuffer(); !s.ok()) return s;
       deliver = sig;
       continue;
     }
     held_.push_back(info);
     ++result_.held_signals;
+    if (core::Status s = UpdateTraceNext(); !s.ok()) return s;
   }
   // Children that outlive the program run to their end (without a tracer
   // the seccomp filter they inherited would fail their system calls).

@@ -32,6 +32,7 @@
 #include "recorder/native/native_log.h"
 #include "recorder/native/native_recorder.h"
 #include "recorder/native/snapshot.h"
+#include "recorder/native/syscall_buffer.h"
 #include "recorder/tracee.h"
 
 namespace backstep::record {
@@ -70,6 +71,15 @@ class NativeSession {
   void Finish(int status);
   // At the exit stop of the call just logged: a snapshot when one is due.
   core::Status MaybeSnapshot();
+  bool SnapshotDue() const;
+  // The buffer's calls (syscall_buffer.h) into the log, before anything
+  // else is logged; at its flush stop, only that.
+  core::Status DrainBuffer();
+  core::Status OnFlush(const user_regs_struct& regs);
+  // The program's calls stop while a signal is held or a snapshot is due.
+  core::Status UpdateTraceNext();
+  // A mapping call that would unmap or replace the buffer's regions.
+  core::Status RefuseBufferOverlap(const user_regs_struct& entry);
   // rt_sigaction / sigaltstack at entry: what the call would set (kept
   // in signals_ when it succeeds).
   void ReadSignalSetup(const user_regs_struct& entry);
@@ -111,6 +121,10 @@ class NativeSession {
   // they: the recorder's other children (a test's, a caller's) are not its.
   std::set<pid_t> children_;
   int cpu_ = 0;
+  std::optional<SyscallBuffer> buffer_;
+  user_regs_struct like_{};  // the registers of the last stop (Drain's segments and bases)
+  bool snapshot_wanted_ = false;
+  bool buffer_off_ = false;  // a child shares the program's memory (every call traced)
 };
 
 }  // namespace backstep::record

@@ -40,6 +40,10 @@ void NativeSession::CollectWrites(LoggedSyscall* call, bool full_diff) {
   if (full_diff) {
     ++result_.full_diffs;
     entry_memory_.Diff(tracee_, &ranges);
+    // The buffer's regions are not the program's (a vfork child's calls
+    // pass through the handler's data).
+    if (buffer_)
+      std::erase_if(ranges, [&](const Range& r) { return buffer_->Overlaps(r.start, r.size); });
   } else {
     KnownOutputs(nr, args, result, &ranges);
   }
@@ -77,6 +81,16 @@ void NativeSession::CollectWrites(LoggedSyscall* call, bool full_diff) {
 core::Status NativeSession::OnSyscall() {
   LoggedSyscall call;
   if (core::Status s = tracee_.GetRegs(&call.entry); !s.ok()) return s;
+  // The buffer's calls come first in the log; a call its handler passed on
+  // is logged as made at its site (syscall_buffer.h).
+  std::optional<std::uint64_t> traced_site;
+  if (buffer_) {
+    if (buffer_->IsFlushStop(call.entry.rip)) return OnFlush(call.entry);
+    if (core::Status s = DrainBuffer(); !s.ok()) return s;
+    like_ = call.entry;
+    traced_site = buffer_->TracedSiteAt(call.entry.rip);
+    if (traced_site) SyscallBuffer::LogAsSite(*traced_site, &call.entry);
+  }
   const user_regs_struct& e = call.entry;
   const std::uint64_t nr = e.orig_rax;
   std::uint64_t clone_flags = e.rdi;
@@ -95,6 +109,15 @@ core::Status NativeSession::OnSyscall() {
   if (nr == SYS_execve || nr == SYS_execveat) {
     return core::Status::Unsupported("the program calls execve (at " + core::HexU64(e.rip - 2) +
                                      "): not supported by --engine native");
+  }
+  if (core::Status s = RefuseBufferOverlap(e); !s.ok()) return s;
+  if (buffer_ && shares_memory) {
+    // The child runs in the program's memory, buffer included: its calls
+    // must not land there. A vfork child runs while the program waits in
+    // this call; a CLONE_VM child without CLONE_VFORK runs beside it, so the
+    // buffer is off from then on.
+    if (nr != SYS_vfork && !(clone_flags & CLONE_VFORK)) buffer_off_ = true;
+    if (core::Status s = buffer_->TraceNext(tracee_, true); !s.ok()) return s;
   }
   if (nr == kSysRseq) {
     // Skipped, ENOSYS, as the other engines (the kernel would write the rseq area).
@@ -142,6 +165,7 @@ core::Status NativeSession::OnSyscall() {
       children_.insert(static_cast<pid_t>(born));
   }
   if (core::Status s = tracee_.GetRegs(&call.exit); !s.ok()) return s;
+  like_ = call.exit;  // fs_base as arch_prctl left it, for the buffer's next calls
   const std::uint64_t kernel_result = call.exit.rax;
   if (core::Status s = given_.Apply(tracee_, nr, args, &call.exit.rax); !s.ok()) return s;
   if (call.exit.rax != kernel_result) {
@@ -163,6 +187,16 @@ core::Status NativeSession::OnSyscall() {
   // stop comes next and it is held, as one arriving just after the return.
   const bool succeeded = call.exit.rax <= ~std::uint64_t{4095};
   pending_at_exit_ = (!succeeded || !CannotRaiseSignal(nr) || requeued_) && SignalPending();
+  if (traced_site) {
+    SyscallBuffer::LogAsSite(*traced_site, &call.exit);
+    if (pending_at_exit_) {
+      // The signal frame returns to the site: its own bytes again, for good.
+      if (core::Status s = buffer_->Unpatch(tracee_, *traced_site); !s.ok()) return s;
+      if (core::Status s = tracee_.SetRegs(call.exit); !s.ok()) return s;
+    }
+  } else if (buffer_ && pending_at_exit_) {
+    if (core::Status s = buffer_->Unpatch(tracee_, e.rip - 2); !s.ok()) return s;
+  }
   exit_rip_ = call.exit.rip;
   // Interrupted by a signal (it is pending): the kernel runs the call again
   // unless a handler runs; logged only with that signal.
@@ -170,10 +204,28 @@ core::Status NativeSession::OnSyscall() {
   CollectWrites(&call, full_diff);
   if (succeeded && new_action_) signals_.actions[new_action_->first] = new_action_->second;
   if (succeeded && !new_altstack_.empty()) signals_.altstack = new_altstack_;
+  const user_regs_struct entry = call.entry;
+  user_regs_struct exit_regs = call.exit;
   log_.syscalls.push_back(std::move(call));
   ++result_.syscalls;
-  if (pending_at_exit_ || nr == kSysRseq) return core::Status::Ok();
-  return MaybeSnapshot();
+  if (buffer_) {
+    if (core::Status s = buffer_->TrackDescriptors(tracee_, nr, entry, exit_regs.rax); !s.ok())
+      return s;
+  }
+  if (pending_at_exit_ || nr == kSysRseq) return UpdateTraceNext();
+  if (core::Status s = MaybeSnapshot(); !s.ok()) return s;
+  if (buffer_ && !traced_site) {
+    // After the snapshot, which shows the site as it was.
+    bool moved = false;
+    if (core::Status s = buffer_->MaybePatch(tracee_, entry.rip - 2, entry, &exit_regs, &moved);
+        !s.ok())
+      return s;
+    if (moved) {
+      if (core::Status s = tracee_.SetRegs(exit_regs); !s.ok()) return s;
+      result_.patched_sites = buffer_->patched_sites();
+    }
+  }
+  return UpdateTraceNext();
 }
 
 }  // namespace backstep::record

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -17,13 +18,23 @@
 
 namespace backstep::record {
 
-core::Status InstallSyscallTrap(Tracee& tracee) {
+core::Status InstallSyscallTrap(Tracee& tracee, std::optional<std::uint64_t> allowed_ip) {
   user_regs_struct regs{};
   if (core::Status s = tracee.GetRegs(&regs); !s.ok()) return s;
+  // Without an allowed address, it compares with an address no `syscall`
+  // ends at (0).
+  const std::uint64_t ip = allowed_ip.value_or(0);
+  const auto ip_low = static_cast<std::uint32_t>(ip),
+             ip_high = static_cast<std::uint32_t>(ip >> 32);
   const sock_filter filter[] = {
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, instruction_pointer)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ip_low, 0, 3),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, instruction_pointer) + 4),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ip_high, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE),
   };
   // sock_fprog {u16 len; pointer filter} then the instructions, 1 KiB below

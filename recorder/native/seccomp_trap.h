@@ -4,7 +4,7 @@
 // with PTRACE_CONT between system calls.
 //
 // The tracee itself installs a seccomp-bpf filter returning
-// SECCOMP_RET_TRACE for every x86-64 system call (and killing the process
+// SECCOMP_RET_TRACE for every x86-64 system call but the allowed one's (and killing the process
 // for any other ABI): prctl(PR_SET_NO_NEW_PRIVS) and seccomp() are run in
 // it through a `syscall` written over its first instruction, the filter
 // written below its stack pointer; both are restored, so the program starts
@@ -15,11 +15,18 @@
 // forks inherits it, which is why the native engine refuses fork.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+
 #include "backstep/core/status.h"
 #include "recorder/tracee.h"
 
 namespace backstep::record {
 
-core::Status InstallSyscallTrap(Tracee& tracee);
+// `allowed_ip`: the one `syscall` whose calls are let through untraced
+// (seccomp_data.instruction_pointer, the address after it: the system call
+// buffer's, syscall_buffer.h).
+core::Status InstallSyscallTrap(Tracee& tracee,
+                                std::optional<std::uint64_t> allowed_ip = std::nullopt);
 
 }  // namespace backstep::record
