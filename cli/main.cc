@@ -38,7 +38,8 @@ Commands:
                                   (default: at the end, depth 8)
   record [-o FILE] [--max-insns N] [--no-reads] [--follow parent|child]
          [--engine ptrace|emu|native] [--cpuid native|portable] [--no-vdso]
-         [--log LOG] [--log-only] -- PROG [ARGS]
+         [--log LOG] [--log-only] [--snapshot-ms N] [--snapshot-syscalls M]
+         [--jobs N] [--crash-first] [--no-syscall-buffer] -- PROG [ARGS]
                                   run PROG under ptrace and record every instruction
                                   into a usercorn trace (default FILE: PROG.ucir);
                                   its memory reads too unless --no-reads; after fork,
@@ -50,10 +51,12 @@ Commands:
                                   --no-vdso: clock functions make system calls, as
                                   with --engine emu;
                                   --engine native: PROG runs natively, system calls
-                                  and rdtsc are logged (LOG, default FILE.nlog), then
-                                  the emu engine materializes the trace from the log
-                                  (no threads, fork or exec); --log-only: stop
-                                  after the log
+                                  and rdtsc are logged (LOG, default FILE.nlog; the
+                                  common calls without a stop, through a buffer in
+                                  PROG: --no-syscall-buffer turns it off), then the
+                                  emu engine materializes the trace from the log,
+                                  --jobs intervals between snapshots at once (no
+                                  threads or exec); --log-only: stop after the log
   record --engine native --from-log LOG [-o FILE]
                                   materialize a kept log again (same machine)
   help                            this text

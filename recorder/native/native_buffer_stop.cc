@@ -4,6 +4,11 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
 #include "backstep/core/hex.h"
 #include "recorder/native/native_session.h"
 
@@ -32,8 +37,24 @@ core::Status NativeSession::OnFlush(const user_regs_struct& regs) {
 
 core::Status NativeSession::UpdateTraceNext() {
   if (!buffer_) return core::Status::Ok();
-  return buffer_->TraceNext(tracee_,
-                            !held_.empty() || requeued_ || snapshot_wanted_ || buffer_off_);
+  return buffer_->TraceNext(tracee_, !held_.empty() || requeued_ || snapshot_wanted_ || buffer_off_,
+                            clock_stopped_.exchange(false));
+}
+
+void NativeSession::SnapshotClock(std::stop_token stop) {
+  const std::uint64_t due_ns = options_.snapshot_ms * 1000000;
+  const auto period = std::chrono::microseconds(std::max<std::uint64_t>(500, due_ns / 4000));
+  std::mutex mutex;
+  std::condition_variable_any wake;
+  std::unique_lock lock(mutex);
+  while (true) {
+    wake.wait_for(lock, stop, period, [] { return false; });
+    if (stop.stop_requested()) return;
+    if (ProgramCpuNs() - last_snapshot_ns_.load() < due_ns) continue;
+    // The write first: the recorder, seeing the flag, writes what it wants.
+    SyscallBuffer::RequestStop(pid_, buffer_->trace_next_address());
+    clock_stopped_ = true;
+  }
 }
 
 core::Status NativeSession::RefuseBufferOverlap(const user_regs_struct& e) {

@@ -152,6 +152,38 @@ TEST_P(NativeBuffer, SnapshotsShowTheProgramWithoutTheBuffer) {
   std::remove((base + ".single.ucir").c_str());
 }
 
+// A program whose calls are all buffered never stops by itself: snapshots
+// by its CPU time come from the recorder's clock, which makes its next call
+// stop (SnapshotClock). Their intervals give the single pass too.
+TEST(NativeBufferClock, SnapshotsComeWhenEveryCallIsBuffered) {
+  const std::string base = ::testing::TempDir() + "/buffer-clock";
+  // Here, not in a new PID namespace, where no thread can be made.
+  NativeOptions options;
+  options.snapshot_ms = 1;
+  options.spawn.argv = {Program("buffered_O2_static"), "compute"};
+  options.spawn.stdout_fd = open("/dev/null", O_WRONLY);
+  core::Expected<NativeResult> run = RecordNative(options, base + ".nlog");
+  close(options.spawn.stdout_fd);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_GE(run->buffered, 32u);  // of the 64 writes: those the clock made stop are not
+  core::Expected<NativeLog> log = ReadNativeLog(base + ".nlog");
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  // Without the clock: 2 (at the calls that stop by themselves).
+  EXPECT_GE(log->snapshots.size(), 4u) << run->buffered << " buffered";
+  MaterializeOptions parts, single;
+  parts.jobs = 2;
+  single.use_snapshots = false;
+  core::Expected<RecordResult> p = test_util::MaterializeTo(*log, base + ".parts.ucir", parts);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  core::Expected<RecordResult> s = test_util::MaterializeTo(*log, base + ".single.ucir", single);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_TRUE(Contents(base + ".parts.ucir") == Contents(base + ".single.ucir"));
+  std::remove((base + ".nlog").c_str());
+  for (const SnapshotRef& r : log->snapshots) std::remove((log->directory + "/" + r.file).c_str());
+  std::remove((base + ".parts.ucir").c_str());
+  std::remove((base + ".single.ucir").c_str());
+}
+
 INSTANTIATE_TEST_SUITE_P(Programs, NativeBuffer,
                          ::testing::Values("buffered_O2_static", "buffered_O2_pie"));
 

@@ -11,6 +11,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
+#include <thread>
 
 #include "backstep/core/hex.h"
 #include "recorder/cpuid.h"
@@ -242,6 +244,15 @@ bool NativeSession::DeliverAtSyscallReturn(int sig, const user_regs_struct& regs
 }
 
 core::Status NativeSession::Run() {
+  std::jthread clock;
+  if (buffer_ && options_.snapshot_ms) {
+    try {
+      clock = std::jthread([this](std::stop_token stop) { SnapshotClock(stop); });
+    } catch (const std::system_error&) {
+      // No thread (a process that entered a new PID namespace cannot make
+      // one): snapshots come at the program's stops only.
+    }
+  }
   int deliver = 0;
   while (!ended_) {
     if (ptrace(PTRACE_CONT, pid_, nullptr, deliver) != 0)

@@ -18,9 +18,11 @@
 #include <sys/user.h>
 #include <time.h>
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <set>
+#include <stop_token>
 #include <string>
 #include <utility>
 #include <vector>
@@ -78,6 +80,10 @@ class NativeSession {
   core::Status OnFlush(const user_regs_struct& regs);
   // The program's calls stop while a signal is held or a snapshot is due.
   core::Status UpdateTraceNext();
+  // While the program runs, on a thread of its own: when a snapshot is due
+  // by the program's CPU time, makes its next buffered call stop (a program
+  // whose calls are all buffered would else never stop for one).
+  void SnapshotClock(std::stop_token stop);
   // A mapping call that would unmap or replace the buffer's regions.
   core::Status RefuseBufferOverlap(const user_regs_struct& entry);
   // rt_sigaction / sigaltstack at entry: what the call would set (kept
@@ -100,7 +106,7 @@ class NativeSession {
   // instructions however slow the record phase is (Start sets the clock).
   std::uint64_t ProgramCpuNs() const;
   clockid_t program_clock_ = CLOCK_MONOTONIC;
-  std::uint64_t last_snapshot_ns_ = 0;
+  std::atomic<std::uint64_t> last_snapshot_ns_{0};  // read by SnapshotClock too
   std::uint64_t last_snapshot_syscall_ = 0;
   NativeResult result_;
   AddressSpace entry_memory_;  // writable memory at the entry of an unknown system call
@@ -125,6 +131,7 @@ class NativeSession {
   user_regs_struct like_{};  // the registers of the last stop (Drain's segments and bases)
   bool snapshot_wanted_ = false;
   bool buffer_off_ = false;  // a child shares the program's memory (every call traced)
+  std::atomic<bool> clock_stopped_{false};  // SnapshotClock set "trace next" in the program
 };
 
 }  // namespace backstep::record

@@ -458,12 +458,23 @@ core::Status SyscallBuffer::Unpatch(Tracee& tracee, std::uint64_t site) {
   return core::Status::Ok();
 }
 
-core::Status SyscallBuffer::TraceNext(Tracee& tracee, bool on) {
-  if (on == trace_next_) return core::Status::Ok();
+core::Status SyscallBuffer::TraceNext(Tracee& tracee, bool on, bool written) {
+  if (on == trace_next_ && !written) return core::Status::Ok();
   trace_next_ = on;
   const std::uint64_t v = on ? 1 : 0;
   return tracee.WriteMemory(Data(core_, stub::kDataTraceNext),
                             {reinterpret_cast<const std::uint8_t*>(&v), 8});
+}
+
+std::uint64_t SyscallBuffer::trace_next_address() const {
+  return Data(core_, stub::kDataTraceNext);
+}
+
+void SyscallBuffer::RequestStop(pid_t pid, std::uint64_t trace_next_address) {
+  std::uint64_t one = 1;
+  iovec local{&one, sizeof one};
+  iovec remote{reinterpret_cast<void*>(trace_next_address), sizeof one};
+  (void)process_vm_writev(pid, &local, 1, &remote, 1, 0);
 }
 
 bool SyscallBuffer::Overlaps(std::uint64_t start, std::uint64_t size) const {

@@ -83,8 +83,13 @@ class SyscallBuffer {
   // A signal is delivered on return to `site`'s original bytes: unpatched
   // for good.
   core::Status Unpatch(Tracee& tracee, std::uint64_t site);
-  // Calls go to the recorder while `on` (a held signal, a snapshot due).
-  core::Status TraceNext(Tracee& tracee, bool on);
+  // Calls go to the recorder while `on` (a held signal, a snapshot due);
+  // `written`: RequestStop may have set it behind this object's back.
+  core::Status TraceNext(Tracee& tracee, bool on, bool written = false);
+  // Sets "trace next" in running process `pid` (any thread; the program
+  // need not be stopped): its next call stops.
+  static void RequestStop(pid_t pid, std::uint64_t trace_next_address);
+  std::uint64_t trace_next_address() const;
   // After traced call `nr` (`entry` its registers) returned `result`: the
   // descriptors the handler may use (regular files, /dev/null, /dev/zero).
   core::Status TrackDescriptors(Tracee& tracee, std::uint64_t nr, const user_regs_struct& entry,
