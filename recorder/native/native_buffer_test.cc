@@ -65,6 +65,24 @@ NativeOptions SameInputs() {
   return options;
 }
 
+// The log's intervals, materialized on two jobs, give its single pass byte
+// for byte (then the log, its snapshots and both traces are removed).
+void ExpectPartsEqualTheSinglePass(const NativeLog& log, const std::string& base) {
+  MaterializeOptions parts, single;
+  parts.jobs = 2;
+  single.use_snapshots = false;
+  core::Expected<RecordResult> p = test_util::MaterializeTo(log, base + ".parts.ucir", parts);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  core::Expected<RecordResult> s = test_util::MaterializeTo(log, base + ".single.ucir", single);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(p->instructions, s->instructions);
+  EXPECT_TRUE(Contents(base + ".parts.ucir") == Contents(base + ".single.ucir"));
+  std::remove((base + ".nlog").c_str());
+  for (const SnapshotRef& r : log.snapshots) std::remove((log.directory + "/" + r.file).c_str());
+  std::remove((base + ".parts.ucir").c_str());
+  std::remove((base + ".single.ucir").c_str());
+}
+
 class NativeBuffer : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(NativeBuffer, BufferedCallsAreLoggedAsTracedOnes) {
@@ -137,19 +155,7 @@ TEST_P(NativeBuffer, SnapshotsShowTheProgramWithoutTheBuffer) {
   core::Expected<NativeLog> log = ReadNativeLog(base + ".nlog");
   ASSERT_TRUE(log.ok()) << log.status().message();
   EXPECT_GE(log->snapshots.size(), 4u);
-  MaterializeOptions parts, single;
-  parts.jobs = 2;
-  single.use_snapshots = false;
-  core::Expected<RecordResult> p = test_util::MaterializeTo(*log, base + ".parts.ucir", parts);
-  ASSERT_TRUE(p.ok()) << p.status().message();
-  core::Expected<RecordResult> s = test_util::MaterializeTo(*log, base + ".single.ucir", single);
-  ASSERT_TRUE(s.ok()) << s.status().message();
-  EXPECT_EQ(p->instructions, s->instructions);
-  EXPECT_TRUE(Contents(base + ".parts.ucir") == Contents(base + ".single.ucir"));
-  std::remove((base + ".nlog").c_str());
-  for (const SnapshotRef& r : log->snapshots) std::remove((log->directory + "/" + r.file).c_str());
-  std::remove((base + ".parts.ucir").c_str());
-  std::remove((base + ".single.ucir").c_str());
+  ExpectPartsEqualTheSinglePass(*log, base);
 }
 
 // A program whose calls are all buffered never stops by itself: snapshots
@@ -170,18 +176,7 @@ TEST(NativeBufferClock, SnapshotsComeWhenEveryCallIsBuffered) {
   ASSERT_TRUE(log.ok()) << log.status().message();
   // Without the clock: 2 (at the calls that stop by themselves).
   EXPECT_GE(log->snapshots.size(), 4u) << run->buffered << " buffered";
-  MaterializeOptions parts, single;
-  parts.jobs = 2;
-  single.use_snapshots = false;
-  core::Expected<RecordResult> p = test_util::MaterializeTo(*log, base + ".parts.ucir", parts);
-  ASSERT_TRUE(p.ok()) << p.status().message();
-  core::Expected<RecordResult> s = test_util::MaterializeTo(*log, base + ".single.ucir", single);
-  ASSERT_TRUE(s.ok()) << s.status().message();
-  EXPECT_TRUE(Contents(base + ".parts.ucir") == Contents(base + ".single.ucir"));
-  std::remove((base + ".nlog").c_str());
-  for (const SnapshotRef& r : log->snapshots) std::remove((log->directory + "/" + r.file).c_str());
-  std::remove((base + ".parts.ucir").c_str());
-  std::remove((base + ".single.ucir").c_str());
+  ExpectPartsEqualTheSinglePass(*log, base);
 }
 
 INSTANTIATE_TEST_SUITE_P(Programs, NativeBuffer,

@@ -8,12 +8,15 @@
 // gap between the mappings and the stack, and a slot region just below the
 // executable; the seccomp filter (seccomp_trap.h) lets the handler's one
 // `syscall` through. When a traced call of a kind the handler buffers
-// returns at a site whose bytes are `syscall; cmp $imm32,%rax` (glibc's
-// wrappers), the recorder writes a trampoline slot within 2 GiB and patches
-// the site into a jump there. From then on the site's calls enter the
-// handler on its own stack (the program's stack, red zone included, is
-// never written), which makes the call from the allowed address and appends
-// a record; the slot then sets rcx, runs the relocated cmp and jumps back.
+// returns at a site whose next bytes can move (glibc's wrappers: `syscall`
+// then `cmp $imm32,%rax`, `test %eax,%eax` and a short jcc, or `ret` and the
+// padding between functions; RelocateAfterSyscall in the .cc), the recorder
+// writes a trampoline slot within 2 GiB and patches the site into a jump
+// there. From then on the site's calls enter the handler on its own stack
+// (the program's stack, red zone included, is never written), which makes
+// the call from the allowed address and appends a record; the slot then
+// sets rcx, runs the moved instructions and jumps back. While the program
+// runs, NativeSession's snapshot clock may set "trace next" (RequestStop).
 //
 // The recorder drains the buffer at every stop where it logs (Drain): each
 // record becomes a LoggedSyscall exactly as a traced call of that site
