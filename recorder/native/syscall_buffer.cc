@@ -392,8 +392,8 @@ bool SyscallBuffer::Bufferable(pid_t pid, const user_regs_struct& e) const {
     case SYS_geteuid:
     case SYS_getegid:
       return true;
-    case SYS_clock_gettime:
-      return clocks_;
+    case SYS_clock_gettime:  // the clocks that cannot fail (syscall_stub.cc)
+      return clocks_ && (e.rdi <= 7 || e.rdi == 11) && e.rsi != 0;
     default:
       return false;
   }

@@ -4,7 +4,10 @@
 // here). Every reference inside it is to a local label, so the assembler
 // resolves it: the bytes run wherever they are copied. Offsets of the frame
 // the handler pushes on its private stack: r15 0 ... rdi 112 (the order of
-// user_regs_struct), flags 120. Data offsets: syscall_stub.h.
+// user_regs_struct), flags 120. Data offsets: syscall_stub.h. clock_gettime
+// is buffered for clocks 0-7 and 11 (TAI) with a non-null pointer only: the
+// call cannot fail then but for a bad pointer, and the traced call's log
+// holds its 16 bytes whatever the result (syscall_effects.h).
 asm(R"(
   .pushsection .rodata.backstep_syscall_stub,"a",@progbits
   .balign 64
@@ -70,6 +73,14 @@ backstep_syscall_stub_begin:
   cmp $228, %rax
   jne .Lbs_traced
   cmpq $0, 40(%rbp)
+  je .Lbs_traced
+  mov 112(%rsp), %rcx
+  cmp $7, %rcx
+  jbe .Lbs_clock
+  cmp $11, %rcx
+  jne .Lbs_traced
+.Lbs_clock:
+  cmpq $0, 104(%rsp)
   je .Lbs_traced
   mov $2, %r12d
   mov $16, %r13d

@@ -25,7 +25,7 @@
 // The handler buffers read and pread64 (output: the bytes read), write,
 // pwrite64 and lseek of a descriptor whose bit is set in kDataSafeFds (the
 // recorder sets it for regular files, /dev/null and /dev/zero), the getpid
-// family, and clock_gettime when kDataClocks is set. Anything else, or
+// family, and clock_gettime of the usual clocks when kDataClocks is set. Anything else, or
 // kDataTraceNext set, goes to the slot's traced `syscall`, which stops in
 // the recorder like the original one.
 //
