@@ -66,6 +66,11 @@ inline constexpr std::uint64_t kSlotSize = 128, kSlotTraced = 0, kSlotContinue =
 
 inline constexpr std::uint64_t kRecordHeader = 176;
 
+// The address of control data `offset` in the core region at `core`.
+inline std::uint64_t DataAddress(std::uint64_t core, std::uint64_t offset) {
+  return core + kDataPage + offset;
+}
+
 // The handler's machine code.
 std::span<const std::uint8_t> HandlerCode();
 
