@@ -16,6 +16,7 @@
 #include "backstep/testing/reven_fixtures.h"
 #include "backstep/testing/tfile_fixtures.h"
 #include "backstep/testing/x64dbg_fixtures.h"
+#include "recorder/native/native_log.h"
 
 namespace {
 
@@ -184,6 +185,31 @@ struct Seeder {
 };
 
 // index_fuzzer: valid indexes of the fuzz body's fixed trace.
+// native_log_fuzzer: logs our writer wrote (WriteNativeLog), read back.
+bool SeedNativeLog(const fs::path& dir) {
+  backstep::record::NativeLog log;
+  log.argv = {"/bin/true", "-x"};
+  log.cwd = "/tmp";
+  log.environment = {"HOME=/root", "LANG=C"};
+  log.files.push_back({"/bin/true", 1, 2, 3, 4});
+  for (int i = 0; i < 3; ++i) {
+    backstep::record::LoggedSyscall& call = log.syscalls.emplace_back();
+    call.entry.orig_rax = static_cast<unsigned>(i);
+    call.exit.rax = 64;
+    call.writes.push_back(
+        {0x7fff0000u + static_cast<unsigned>(i), std::vector<std::uint8_t>(64, 7)});
+  }
+  log.syscalls[1].signal_after = 10;
+  log.syscalls[1].siginfo.assign(128, 1);
+  log.rdtsc = {1, 2, 3};
+  log.snapshots.push_back({2, "x.nlog.snap0"});
+  const fs::path path = dir / "one.nlog";
+  if (!backstep::record::WriteNativeLog(log, path.string()).ok()) return false;
+  log.syscalls.clear();
+  log.snapshots.clear();
+  return backstep::record::WriteNativeLog(log, (dir / "empty.nlog").string()).ok();
+}
+
 bool SeedIndex(const fs::path& dir) {
   int n = 0;
   for (const auto& bytes : backstep::core::testing::IndexSeedFiles()) {
@@ -200,6 +226,7 @@ constexpr Seeder kSeeders[] = {
     {"x64dbg_fuzzer", SeedX64dbg},
     {"bap_fuzzer", SeedBap},
     {"index_fuzzer", SeedIndex},
+    {"native_log_fuzzer", SeedNativeLog},
 };
 
 }  // namespace

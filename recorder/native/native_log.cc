@@ -62,8 +62,12 @@ core::Status WriteNativeLog(const NativeLog& log, const std::string& path) {
 core::Expected<NativeLog> ReadNativeLog(const std::string& path) {
   core::Expected<std::vector<std::uint8_t>> file = ReadWholeFile(path, "the native log");
   if (!file.ok()) return file.status();
-  const std::vector<std::uint8_t>& data = *file;
-  Reader r(data, "native log " + path);
+  return ParseNativeLog(*file, path);
+}
+
+core::Expected<NativeLog> ParseNativeLog(std::span<const std::uint8_t> data,
+                                         const std::string& path) {
+  Reader r(data.data(), data.size(), "native log " + path);
   char magic[8] = {};
   r.Raw(magic, sizeof magic);
   if (r.ok() && std::memcmp(magic, kMagic, sizeof magic) != 0) {

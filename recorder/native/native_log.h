@@ -19,6 +19,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,11 @@ struct NativeLog {
 
 core::Status WriteNativeLog(const NativeLog& log, const std::string& path);
 core::Expected<NativeLog> ReadNativeLog(const std::string& path);
+// The log in `data`, a file at `path` (its name in errors, its directory the
+// log's): what ReadNativeLog does after reading the file (fuzzed:
+// fuzz/native_log_fuzzer.cc).
+core::Expected<NativeLog> ParseNativeLog(std::span<const std::uint8_t> data,
+                                         const std::string& path);
 
 // The process environment's strings (what a program spawned now gets).
 std::vector<std::string> CurrentEnvironment();
