@@ -21,8 +21,7 @@ constexpr std::size_t kStatIno = 8, kStatTimes = 72, kStatTimesSize = 48, kStatS
 // (character devices 1:8 and 1:9), however it was opened.
 bool IsRandomDevice(pid_t pid, std::uint64_t fd) {
   struct stat st {};
-  const std::string link = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
-  if (stat(link.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) return false;
+  if (!StatDescriptor(pid, fd, &st) || !S_ISCHR(st.st_mode)) return false;
   return major(st.st_rdev) == 1 && (minor(st.st_rdev) == 8 || minor(st.st_rdev) == 9);
 }
 

@@ -7,6 +7,7 @@
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -427,6 +428,11 @@ core::Status ClearStepFlagsInSignalFrame(const Tracee& tracee, core::Address rsp
   }
   flags &= ~(kTf | kRf);
   return tracee.WriteMemory(saved_flags, {reinterpret_cast<std::uint8_t*>(&flags), 8});
+}
+
+bool StatDescriptor(pid_t pid, std::uint64_t fd, struct stat* st) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
+  return stat(path.c_str(), st) == 0;
 }
 
 }  // namespace backstep::record

@@ -16,6 +16,7 @@
 // must drive it (ptrace is per-thread).
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/user.h>
 
@@ -131,5 +132,8 @@ core::Status ClearStepFlagsInSignalFrame(const Tracee& tracee, core::Address rsp
 core::Status CheckX86_64Elf(const std::string& path);
 // argv[0] resolved through PATH like execvp; "" when not found.
 std::string FindProgram(const std::string& name);
+// The file descriptor `fd` of process `pid` refers to (stat of
+// /proc/PID/fd/FD); false when it is not open or cannot be seen.
+bool StatDescriptor(pid_t pid, std::uint64_t fd, struct stat* st);
 
 }  // namespace backstep::record

@@ -9,14 +9,14 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
+#include "backstep/testing/tfile_fixtures.h"  // ReadFileBytes
 #include "recorder/native/materialize.h"
 #include "recorder/native/native_test_util.h"
 
@@ -51,11 +51,6 @@ BufferedRun RecordCounting(const std::vector<std::string>& argv, const std::stri
   return run;
 }
 
-std::string Contents(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // The inputs that differ from run to run, the same in both.
 NativeOptions SameInputs() {
   NativeOptions options;
@@ -76,7 +71,8 @@ void ExpectPartsEqualTheSinglePass(const NativeLog& log, const std::string& base
   core::Expected<RecordResult> s = test_util::MaterializeTo(log, base + ".single.ucir", single);
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(p->instructions, s->instructions);
-  EXPECT_TRUE(Contents(base + ".parts.ucir") == Contents(base + ".single.ucir"));
+  EXPECT_TRUE(core::testing::ReadFileBytes(base + ".parts.ucir") ==
+              core::testing::ReadFileBytes(base + ".single.ucir"));
   std::remove((base + ".nlog").c_str());
   for (const SnapshotRef& r : log.snapshots) std::remove((log.directory + "/" + r.file).c_str());
   std::remove((base + ".parts.ucir").c_str());
@@ -137,7 +133,8 @@ TEST_P(NativeBuffer, BufferedCallsAreLoggedAsTracedOnes) {
     ASSERT_TRUE(m.ok()) << m.status().message();
     EXPECT_EQ(m->exit_code, 0);
   }
-  EXPECT_TRUE(Contents(base + ".on.ucir") == Contents(base + ".off.ucir"));
+  EXPECT_TRUE(core::testing::ReadFileBytes(base + ".on.ucir") ==
+              core::testing::ReadFileBytes(base + ".off.ucir"));
   for (const std::string& p : {buffered_log, traced_log, base + ".on.ucir", base + ".off.ucir"})
     std::remove(p.c_str());
 }
@@ -193,8 +190,8 @@ TEST(NativeBufferSignals, HeldSignalIsDeliveredAtTheNextCall) {
                                          NativeOptions{}, base + ".out");
   ASSERT_EQ(run.error, "");
   EXPECT_GE(run.buffered, 2000u);
-  const std::string out = Contents(base + ".out");
-  EXPECT_EQ(out.substr(0, out.find('\n')), "got 10");
+  const std::vector<std::uint8_t> out = core::testing::ReadFileBytes(base + ".out");
+  EXPECT_EQ(std::string(out.begin(), std::find(out.begin(), out.end(), '\n')), "got 10");
   core::Expected<NativeLog> log = ReadNativeLog(base + ".nlog");
   ASSERT_TRUE(log.ok()) << log.status().message();
   std::vector<std::uint64_t> delivered_at;

@@ -87,7 +87,6 @@ core::Status NativeSession::OnSyscall() {
   if (buffer_) {
     if (buffer_->IsFlushStop(call.entry.rip)) return OnFlush(call.entry);
     if (core::Status s = DrainBuffer(); !s.ok()) return s;
-    like_ = call.entry;
     traced_site = buffer_->TracedSiteAt(call.entry.rip);
     if (traced_site) SyscallBuffer::LogAsSite(*traced_site, &call.entry);
   }

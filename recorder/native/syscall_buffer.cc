@@ -27,10 +27,6 @@ constexpr std::uint64_t kMaxOutput = stub::kCapacity - 2 * stub::kRecordHeader;
 constexpr std::uint64_t kMargin = 16 << 20;
 constexpr std::int64_t kRel32Reach = (std::int64_t{1} << 31) - 4096;
 
-std::uint64_t Data(std::uint64_t core, std::uint64_t offset) {
-  return stub::DataAddress(core, offset);
-}
-
 void Put64(std::uint8_t* at, std::uint64_t v) { std::memcpy(at, &v, 8); }
 
 bool FitsRel32(std::uint64_t from, std::uint64_t to) {
@@ -91,7 +87,7 @@ core::Expected<std::optional<SyscallBuffer>> SyscallBuffer::Install(Tracee& trac
   Put64(data + stub::kDataClocks, clocks ? 1 : 0);
   Put64(data + stub::kDataCapacity, stub::kCapacity);
   Put64(data + stub::kDataMaxOutput, kMaxOutput);
-  if (core::Status s = tracee.WriteMemory(Data(core, 0), data); !s.ok()) return s;
+  if (core::Status s = tracee.WriteMemory(stub::DataAddress(core, 0), data); !s.ok()) return s;
   // The descriptors the program starts with.
   const std::string dir = "/proc/" + std::to_string(tracee.pid()) + "/fd";
   if (DIR* d = opendir(dir.c_str())) {
@@ -164,7 +160,7 @@ void SyscallBuffer::LogAsSite(std::uint64_t site, user_regs_struct* regs) {
 core::Status SyscallBuffer::Drain(const Tracee& tracee, const user_regs_struct& like,
                                   std::vector<LoggedSyscall>* out, std::uint64_t* drained) {
   std::uint64_t header[2] = {};  // used, count
-  if (tracee.ReadMemory(Data(core_, stub::kDataUsed),
+  if (tracee.ReadMemory(stub::DataAddress(core_, stub::kDataUsed),
                         {reinterpret_cast<std::uint8_t*>(header), sizeof header}) != sizeof header)
     return core::Status::IOError("cannot read the system call buffer's header");
   const auto [used, count] = std::pair{header[0], header[1]};
@@ -180,7 +176,7 @@ core::Status SyscallBuffer::Drain(const Tracee& tracee, const user_regs_struct& 
   if (tracee.ReadMemory(core_ + stub::kBuffer, records_) != used)
     return core::Status::IOError("cannot read the system call buffer");
   const std::uint64_t zero[2] = {};
-  if (core::Status s = tracee.WriteMemory(Data(core_, stub::kDataUsed),
+  if (core::Status s = tracee.WriteMemory(stub::DataAddress(core_, stub::kDataUsed),
                                           {reinterpret_cast<const std::uint8_t*>(zero), 16});
       !s.ok())
     return s;
@@ -223,8 +219,7 @@ core::Status SyscallBuffer::Drain(const Tracee& tracee, const user_regs_struct& 
 
 bool SyscallBuffer::SafeDescriptor(pid_t pid, std::uint64_t fd) const {
   struct stat st {};
-  const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
-  if (stat(path.c_str(), &st) != 0) return false;
+  if (!StatDescriptor(pid, fd, &st)) return false;
   if (S_ISREG(st.st_mode)) return true;
   return S_ISCHR(st.st_mode) && (st.st_rdev == makedev(1, 3) || st.st_rdev == makedev(1, 5));
 }
@@ -233,7 +228,7 @@ core::Status SyscallBuffer::WriteSafeFds(Tracee& tracee) {
   std::array<std::uint8_t, stub::kSafeFdCount / 8> bits{};
   for (std::size_t fd = 0; fd < stub::kSafeFdCount; ++fd)
     if (safe_fds_[fd]) bits[fd / 8] |= static_cast<std::uint8_t>(1u << (fd % 8));
-  return tracee.WriteMemory(Data(core_, stub::kDataSafeFds), bits);
+  return tracee.WriteMemory(stub::DataAddress(core_, stub::kDataSafeFds), bits);
 }
 
 core::Status SyscallBuffer::SetDescriptor(Tracee& tracee, std::uint64_t fd, bool safe) {
@@ -242,7 +237,7 @@ core::Status SyscallBuffer::SetDescriptor(Tracee& tracee, std::uint64_t fd, bool
   std::uint8_t byte = 0;
   for (std::size_t i = 0; i < 8; ++i)
     if (safe_fds_[fd / 8 * 8 + i]) byte |= static_cast<std::uint8_t>(1u << i);
-  return tracee.WriteMemory(Data(core_, stub::kDataSafeFds + fd / 8), {&byte, 1});
+  return tracee.WriteMemory(stub::DataAddress(core_, stub::kDataSafeFds + fd / 8), {&byte, 1});
 }
 
 core::Status SyscallBuffer::TrackDescriptors(Tracee& tracee, std::uint64_t nr,
@@ -274,8 +269,7 @@ core::Status SyscallBuffer::TrackDescriptors(Tracee& tracee, std::uint64_t nr,
   }
 }
 
-bool SyscallBuffer::Bufferable(pid_t pid, const user_regs_struct& e) const {
-  (void)pid;
+bool SyscallBuffer::Bufferable(const user_regs_struct& e) const {
   switch (e.orig_rax) {
     case SYS_read:
     case SYS_pread64:
@@ -304,8 +298,7 @@ core::Status SyscallBuffer::MaybePatch(Tracee& tracee, std::uint64_t site,
                                        const user_regs_struct& entry, user_regs_struct* exit,
                                        bool* moved) {
   *moved = false;
-  if (exit->rip != site + 2 || sites_.count(site) || never_.count(site) ||
-      !Bufferable(tracee.pid(), entry))
+  if (exit->rip != site + 2 || sites_.count(site) || never_.count(site) || !Bufferable(entry))
     return core::Status::Ok();
   Site s;
   std::array<std::uint8_t, 16> bytes{};
@@ -363,12 +356,12 @@ core::Status SyscallBuffer::TraceNext(Tracee& tracee, bool on, bool written) {
   if (on == trace_next_ && !written) return core::Status::Ok();
   trace_next_ = on;
   const std::uint64_t v = on ? 1 : 0;
-  return tracee.WriteMemory(Data(core_, stub::kDataTraceNext),
+  return tracee.WriteMemory(stub::DataAddress(core_, stub::kDataTraceNext),
                             {reinterpret_cast<const std::uint8_t*>(&v), 8});
 }
 
 std::uint64_t SyscallBuffer::trace_next_address() const {
-  return Data(core_, stub::kDataTraceNext);
+  return stub::DataAddress(core_, stub::kDataTraceNext);
 }
 
 void SyscallBuffer::RequestStop(pid_t pid, std::uint64_t trace_next_address) {

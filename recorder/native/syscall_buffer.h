@@ -130,7 +130,7 @@ class SyscallBuffer {
   core::Status WriteSafeFds(Tracee& tracee);
   // Whether the handler would buffer call `entry` (by its number and
   // descriptor, as the handler decides).
-  bool Bufferable(pid_t pid, const user_regs_struct& entry) const;
+  bool Bufferable(const user_regs_struct& entry) const;
 
   std::uint64_t core_ = 0;
   std::vector<Region> regions_;
