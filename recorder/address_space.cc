@@ -32,7 +32,10 @@ core::Status AddressSpace::Init(const Tracee& tracee) {
   maps_ = std::move(*maps);
   shadow_.clear();
   for (const Mapping& m : maps_) {
-    if (m.write && !Skipped(m)) Shadow(tracee, m);
+    const bool not_the_programs = std::any_of(
+        skipped_.begin(), skipped_.end(),
+        [&](const Range& r) { return r.start < m.end() && m.start < r.start + r.size; });
+    if (m.write && !Skipped(m) && !not_the_programs) Shadow(tracee, m);
   }
   return core::Status::Ok();
 }

@@ -55,6 +55,10 @@ class AddressSpace {
   void ReadTraced(const Tracee& tracee, core::Address address, std::span<std::uint8_t> out) const;
   // Bytes of writable memory the shadow holds.
   std::uint64_t shadow_bytes() const;
+  // From the next Init() on, the mappings meeting [start, start + size) are
+  // not the program's (the native engine's system call buffer): neither
+  // shadowed nor diffed.
+  void Skip(core::Address start, std::uint64_t size) { skipped_.push_back({start, size, false}); }
 
  private:
   void Shadow(const Tracee& tracee, const Mapping& m);
@@ -62,6 +66,7 @@ class AddressSpace {
   std::vector<Mapping> maps_;
   std::map<core::Address, std::vector<std::uint8_t>> shadow_;  // by start; writable maps
   std::vector<std::uint8_t> scratch_;
+  std::vector<Range> skipped_;
 };
 
 }  // namespace backstep::record

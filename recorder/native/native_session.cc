@@ -97,7 +97,12 @@ core::Status NativeSession::Start() {
         SyscallBuffer::Install(tracee_, options_.kernel_answers.empty());
     if (!buffer.ok()) return buffer.status();
     buffer_ = std::move(*buffer);
-    if (buffer_) allowed = buffer_->allowed_ip();
+    if (buffer_) {
+      allowed = buffer_->allowed_ip();
+      // Not the program's memory: a full diff (a vfork child's calls pass
+      // through the handler's data) neither copies nor reports it.
+      for (const auto& [start, size] : buffer_->regions()) entry_memory_.Skip(start, size);
+    }
   }
   like_ = regs;
   return InstallSyscallTrap(tracee_, allowed);

@@ -40,10 +40,6 @@ void NativeSession::CollectWrites(LoggedSyscall* call, bool full_diff) {
   if (full_diff) {
     ++result_.full_diffs;
     entry_memory_.Diff(tracee_, &ranges);
-    // The buffer's regions are not the program's (a vfork child's calls
-    // pass through the handler's data).
-    if (buffer_)
-      std::erase_if(ranges, [&](const Range& r) { return buffer_->Overlaps(r.start, r.size); });
   } else {
     KnownOutputs(nr, args, result, &ranges);
   }

@@ -371,6 +371,12 @@ void SyscallBuffer::RequestStop(pid_t pid, std::uint64_t trace_next_address) {
   (void)process_vm_writev(pid, &local, 1, &remote, 1, 0);
 }
 
+std::vector<std::pair<std::uint64_t, std::uint64_t>> SyscallBuffer::regions() const {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  for (const Region& r : regions_) out.push_back({r.start, r.size});
+  return out;
+}
+
 bool SyscallBuffer::Overlaps(std::uint64_t start, std::uint64_t size) const {
   return std::any_of(regions_.begin(), regions_.end(), [&](const Region& r) {
     return start < r.start + r.size && r.start < start + size;

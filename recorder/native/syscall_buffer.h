@@ -99,6 +99,8 @@ class SyscallBuffer {
                                 std::uint64_t result);
   // [start, start + size) meets a region.
   bool Overlaps(std::uint64_t start, std::uint64_t size) const;
+  // The regions (start, size).
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> regions() const;
   // The snapshot as if the buffer did not exist.
   void Hide(Snapshot* snapshot) const;
 
