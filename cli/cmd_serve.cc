@@ -1,5 +1,5 @@
 // backstep serve TRACE [--port N | --stdio] [--listen ADDR] [--exe PATH] [--sysroot DIR]
-//                      [--log FILE] [--max-connections N]
+//                      [--log FILE] [--max-connections N] [--busy-wait US]
 //
 // Serves the trace to gdb and LLDB over the GDB remote protocol: on TCP
 // (127.0.0.1:1234 by default; port 0 picks a free one and the line
@@ -87,6 +87,7 @@ int RunServe(Args& args) {
   bool stdio = args.TakeFlag("stdio");
   std::optional<std::string> cache_dir = args.TakeOption("cache-dir");
   std::optional<std::string> max_connections = args.TakeOption("max-connections");
+  std::optional<std::string> busy_wait = args.TakeOption("busy-wait");
   auto files = args.Positionals();
   if (files.size() != 1) return Usage("serve takes one trace file");
   if (auto problem = args.Problem()) return Usage(*problem);
@@ -96,6 +97,13 @@ int RunServe(Args& args) {
     auto n = ParseNumber(*port_text);
     if (!n || *n > 65535) return Usage("--port takes a number from 0 to 65535");
     port = static_cast<std::uint16_t>(*n);
+  }
+  std::optional<std::uint64_t> busy_wait_us;
+  if (busy_wait) {
+    busy_wait_us = ParseNumber(*busy_wait);
+    if (!busy_wait_us || *busy_wait_us > 100000) {
+      return Usage("--busy-wait takes microseconds from 0 to 100000");
+    }
   }
   std::string address = listen.value_or("127.0.0.1");
   if (address == "localhost") address = "127.0.0.1";
@@ -119,6 +127,7 @@ int RunServe(Args& args) {
     if (!n || *n == 0 || *n > 4096) return Usage("--max-connections takes a number from 1 to 4096");
     options.max_connections = static_cast<std::size_t>(*n);
   }
+  if (busy_wait_us) options.busy_wait = std::chrono::microseconds(*busy_wait_us);
   if (log) options.log_path = *log;
   if (!stdio) {
     // In --stdio mode stderr is the debugger's console: stay quiet there.

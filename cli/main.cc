@@ -31,7 +31,9 @@ Commands:
                                   or on stdin/stdout: target remote | backstep serve --stdio T;
                                   --sysroot DIR: read the program and libraries the trace
                                   names under DIR; --log FILE records every packet;
-                                  --max-connections N (default 64) clients at once
+                                  --max-connections N (default 64) clients at once;
+                                  --busy-wait US (default 200, 0: off) wait awake that
+                                  long for the next packet after a reply
   origin TRACE ADDR [LEN] [--at N] [--depth D]
                                   where the bytes at ADDR came from: the write, the
                                   instruction, its source register or memory, recursively

@@ -189,6 +189,39 @@ class Connections(unittest.TestCase):
                 self.assertRegex(c.ask("?"), r"^[ST]")
 
 
+def cpu_seconds(pid):
+    """User + system CPU time of process `pid` (/proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class BusyWait(unittest.TestCase):
+    """`serve --busy-wait US`: awake waits for a stepping client, bounded."""
+
+    def test_an_idle_client_costs_no_cpu(self):
+        # The longest budget: each wait may stay awake 0.1 s after a reply,
+        # then sleeps (and the next ones too, the client being slow).
+        with util.Server(ENV, recording(), ["--busy-wait", "100000"]) as server:
+            with rsp.Client(server.host, server.port) as c:
+                for _ in range(20):
+                    self.assertRegex(c.ask("?"), r"^[ST]")
+                before = cpu_seconds(server.proc.pid)
+                time.sleep(2)
+                used = cpu_seconds(server.proc.pid) - before
+                self.assertLess(used, 0.5, "the server spun while its client was idle")
+                self.assertRegex(c.ask("?"), r"^[ST]")
+            well_behaved_gdb(self, server)
+
+    def test_off_and_bad_values(self):
+        with util.Server(ENV, recording(), ["--busy-wait", "0"]) as server:
+            well_behaved_gdb(self, server)
+        for bad in ["-1", "100001", "soon"]:
+            out = util.run([ENV.backstep, "serve", recording().path, "--port", "0",
+                            "--busy-wait", bad], check=False)
+            self.assertIn("--busy-wait takes microseconds from 0 to 100000", out)
+
+
 class TraceChangedUnderTheServer(unittest.TestCase):
     def test_truncated_trace_ends_sessions_not_the_server(self):
         # A copy of the trace (and its index), truncated while a client is

@@ -128,6 +128,7 @@ TEST(MappingTimeline, FollowsTheMappingsOfARecording) {
   EXPECT_EQ(*timeline.At(Position(1)), after);
   EXPECT_TRUE(timeline.saw_changes());
   std::filesystem::remove(path);
+  std::filesystem::remove(path + ".bsidx");  // the index beside it
 }
 
 }  // namespace

@@ -64,6 +64,7 @@ class UnfilledReadTest : public ::testing::Test {
     cursor_.reset();
     trace_.reset();
     std::filesystem::remove(path_);
+    std::filesystem::remove(path_ + ".bsidx");  // the index beside it
   }
 
   const std::array<std::uint8_t, 8> pushed_ = {1, 2, 3, 4, 5, 6, 7, 8};

@@ -100,6 +100,7 @@ class UnmappedReadTest : public ::testing::Test {
     cursor_.reset();
     trace_.reset();
     std::filesystem::remove(path_);
+    std::filesystem::remove(path_ + ".bsidx");  // the index beside it
   }
 
   const std::vector<std::uint8_t> written_ = Bytes(16, 0xab);

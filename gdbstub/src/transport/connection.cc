@@ -1,6 +1,7 @@
 #include "transport/connection.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -29,15 +30,25 @@ void Drain(int fd) {
 
 }  // namespace
 
+std::chrono::microseconds BusyWait::Allowed(std::chrono::microseconds budget) {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (::sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) < 2) {
+    return std::chrono::microseconds(0);
+  }
+  return budget;
+}
+
 Connection::Connection(int in_fd, int out_fd, std::unique_ptr<Target> target, int id,
-                       PacketLog* log, ClosedFn on_closed)
+                       PacketLog* log, std::chrono::microseconds busy_wait, ClosedFn on_closed)
     : in_fd_(in_fd),
       out_fd_(out_fd),
       target_(std::move(target)),
       session_(*target_, {}, this),
       id_(id),
       log_(log),
-      on_closed_(std::move(on_closed)) {}
+      on_closed_(std::move(on_closed)),
+      busy_wait_(BusyWait::Allowed(busy_wait)) {}
 
 Connection::~Connection() {
   for (int fd : {stop_fd_, done_fd_, in_fd_}) {
@@ -75,7 +86,7 @@ void Connection::Loop() {
   while (!stop_.load() && !client_gone_) {
     if (stash_.empty()) {
       pollfd fds[2] = {{in_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
-      if (::poll(fds, 2, -1) < 0) {
+      if (!WaitForInput(fds)) {
         if (errno == EINTR) continue;
         break;
       }
@@ -105,9 +116,31 @@ void Connection::Loop() {
       }
     }
     if (!WriteAll(out) || session_.finished()) break;
+    replied_ = BusyWait::Clock::now();
   }
   if (log_) log_->Note(id_, "closed");
   if (on_closed_) on_closed_(*this);
+}
+
+bool Connection::WaitForInput(pollfd (&fds)[2]) {
+  if (busy_wait_.awake()) {
+    const auto deadline = busy_wait_.Deadline(replied_);
+    while (true) {
+      const int n = ::poll(fds, 2, 0);
+      if (n != 0) {
+        busy_wait_.AfterAwake(n > 0);
+        return n > 0;
+      }
+      if (BusyWait::Clock::now() >= deadline) break;
+      // Another task runnable on this CPU (the client itself, on a busy
+      // machine) runs first.
+      ::sched_yield();
+    }
+    busy_wait_.AfterAwake(false);
+  }
+  if (::poll(fds, 2, -1) < 0) return false;
+  busy_wait_.AfterSleep(BusyWait::Clock::now() - replied_);
+  return true;
 }
 
 bool Connection::ReadSome(std::vector<std::uint8_t>& out) {

@@ -145,7 +145,7 @@ core::Status Server::Impl::AddConnection(int in_fd, int out_fd, const std::strin
   if (!target.ok()) return refuse(target.status());
   const int id = next_id_++;
   auto connection = std::make_shared<Connection>(in_fd, out_fd, std::move(*target), id, log_.get(),
-                                                 [this](Connection& closed) {
+                                                 options_.busy_wait, [this](Connection& closed) {
                                                    // On the connection's thread: the I/O thread
                                                    // joins and forgets it.
                                                    asio::post(io_, [this, raw = &closed] {

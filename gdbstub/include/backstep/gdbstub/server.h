@@ -25,6 +25,7 @@
 // the thread that calls (or will call) Run().
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -40,6 +41,7 @@ namespace backstep::gdbstub {
 using TargetFactory = std::function<core::Expected<std::unique_ptr<Target>>()>;
 
 inline constexpr std::size_t kDefaultMaxConnections = 64;
+inline constexpr std::chrono::microseconds kDefaultBusyWait{200};
 
 struct ServerOptions {
   // Where to log packets; empty: no log. The file is truncated.
@@ -54,6 +56,10 @@ struct ServerOptions {
   // cannot be created (process or memory limits) is refused the same way:
   // the server and the other clients go on.
   std::size_t max_connections = kDefaultMaxConnections;
+  // How long a connection thread waits awake for the client's next packet
+  // after a reply before it sleeps (transport/busy_wait.h): a step's round
+  // trip then costs no wake-up of the server's thread. 0: always sleep.
+  std::chrono::microseconds busy_wait = kDefaultBusyWait;
 };
 
 class Server {
