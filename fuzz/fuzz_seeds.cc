@@ -17,6 +17,7 @@
 #include "backstep/testing/tfile_fixtures.h"
 #include "backstep/testing/x64dbg_fixtures.h"
 #include "recorder/native/native_log.h"
+#include "recorder/native/snapshot_file.h"
 
 namespace {
 
@@ -210,6 +211,25 @@ bool SeedNativeLog(const fs::path& dir) {
   return backstep::record::WriteNativeLog(log, (dir / "empty.nlog").string()).ok();
 }
 
+// native_snapshot_fuzzer: snapshots our writer wrote (WriteSnapshot).
+bool SeedNativeSnapshot(const fs::path& dir) {
+  backstep::record::Snapshot s;
+  s.syscall = 3;
+  s.rdtsc = 1;
+  s.regs.rip = 0x401000;
+  s.xstate.assign(832, 0);
+  s.sigmask = 1 << 9;
+  s.signals.actions[10].fill(2);
+  s.signals.altstack.assign(24, 3);
+  s.mappings = {{0x400000, 0x2000, 5}, {0x7ffff000, 0x1000, 3}};
+  s.memory.push_back({0x400000, std::vector<std::uint8_t>(48, 0x90)});
+  s.memory.push_back({0x7ffff800, std::vector<std::uint8_t>(16, 1)});
+  if (!backstep::record::WriteSnapshot(s, (dir / "one.snap").string()).ok()) return false;
+  return backstep::record::WriteSnapshot(backstep::record::Snapshot{},
+                                         (dir / "empty.snap").string())
+      .ok();
+}
+
 bool SeedIndex(const fs::path& dir) {
   int n = 0;
   for (const auto& bytes : backstep::core::testing::IndexSeedFiles()) {
@@ -227,6 +247,7 @@ constexpr Seeder kSeeders[] = {
     {"bap_fuzzer", SeedBap},
     {"index_fuzzer", SeedIndex},
     {"native_log_fuzzer", SeedNativeLog},
+    {"native_snapshot_fuzzer", SeedNativeSnapshot},
 };
 
 }  // namespace

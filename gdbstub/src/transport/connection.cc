@@ -30,15 +30,6 @@ void Drain(int fd) {
 
 }  // namespace
 
-std::chrono::microseconds BusyWait::Allowed(std::chrono::microseconds budget) {
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  if (::sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) < 2) {
-    return std::chrono::microseconds(0);
-  }
-  return budget;
-}
-
 Connection::Connection(int in_fd, int out_fd, std::unique_ptr<Target> target, int id,
                        PacketLog* log, std::chrono::microseconds busy_wait, ClosedFn on_closed)
     : in_fd_(in_fd),
