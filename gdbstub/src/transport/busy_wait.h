@@ -6,7 +6,7 @@
 // between costs a wake-up per packet, and on a VM (no halt polling, an
 // inter-processor interrupt and a VM exit to wake an idle CPU) that wake-up
 // costs more than the packet's work: measured, `reverse-stepi 2000` took
-// 0.40-0.54 s asleep and 0.17-0.20 s awake (docs/benchmarks.md). Awake waits
+// 0.37-0.54 s asleep and 0.17-0.20 s awake (docs/benchmarks.md). Awake waits
 // are bounded by `budget`, and adaptive: a wait that runs out of budget
 // (the user is reading, gdb is loading symbols) switches them off until a
 // packet comes within `budget` of a reply again, so an idle session costs no
