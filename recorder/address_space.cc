@@ -32,12 +32,15 @@ core::Status AddressSpace::Init(const Tracee& tracee) {
   maps_ = std::move(*maps);
   shadow_.clear();
   for (const Mapping& m : maps_) {
-    const bool not_the_programs = std::any_of(
-        skipped_.begin(), skipped_.end(),
-        [&](const Range& r) { return r.start < m.end() && m.start < r.start + r.size; });
-    if (m.write && !Skipped(m) && !not_the_programs) Shadow(tracee, m);
+    if (m.write && !Unshadowed(m)) Shadow(tracee, m);
   }
   return core::Status::Ok();
+}
+
+bool AddressSpace::Unshadowed(const Mapping& m) const {
+  return Skipped(m) || std::any_of(skipped_.begin(), skipped_.end(), [&](const Range& r) {
+           return r.start < m.end() && m.start < r.start + r.size;
+         });
 }
 
 void AddressSpace::Shadow(const Tracee& tracee, const Mapping& m) {
@@ -197,7 +200,7 @@ core::Status AddressSpace::Update(const Tracee& tracee, std::span<const Range> f
     it = keep ? std::next(it) : shadow_.erase(it);
   }
   for (const Mapping& m : maps_) {
-    if (m.write && !Skipped(m) && !shadow_.count(m.start)) Shadow(tracee, m);
+    if (m.write && !Unshadowed(m) && !shadow_.count(m.start)) Shadow(tracee, m);
   }
   for (const Mapping& m : changes->mapped) {
     if (m.read && !Skipped(m)) changes->contents.push_back({m.start, m.size});

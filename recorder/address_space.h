@@ -57,10 +57,13 @@ class AddressSpace {
   std::uint64_t shadow_bytes() const;
   // From the next Init() on, the mappings meeting [start, start + size) are
   // not the program's (the native engine's system call buffer): neither
-  // shadowed nor diffed.
+  // shadowed nor diffed, by Init() nor by Update() (a mapping of the
+  // program merged with one of them included).
   void Skip(core::Address start, std::uint64_t size) { skipped_.push_back({start, size, false}); }
 
  private:
+  // Neither shadowed nor diffed: vvar and vsyscall, and what Skip() named.
+  bool Unshadowed(const Mapping& m) const;
   void Shadow(const Tracee& tracee, const Mapping& m);
 
   std::vector<Mapping> maps_;

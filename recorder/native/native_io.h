@@ -88,6 +88,14 @@ class Reader {
     s->resize(Count(1));
     Raw(s->data(), s->size());
   }
+  // Reads the file's 8-byte magic: false when it is not `magic` (a file
+  // too short for it is not refused here: the reader has failed, and its
+  // error says "truncated").
+  bool Magic(const char (&magic)[8]) {
+    char m[8] = {};
+    Raw(m, sizeof m);
+    return !ok_ || std::memcmp(m, magic, sizeof m) == 0;
+  }
   bool Fail(const std::string& why) {
     if (ok_) error_ = name_ + ": " + why + " at offset " + std::to_string(offset_);
     ok_ = false;

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstring>
 
 #include "recorder/native/native_io.h"
 
@@ -68,9 +67,7 @@ core::Expected<NativeLog> ReadNativeLog(const std::string& path) {
 core::Expected<NativeLog> ParseNativeLog(std::span<const std::uint8_t> data,
                                          const std::string& path) {
   Reader r(data.data(), data.size(), "native log " + path);
-  char magic[8] = {};
-  r.Raw(magic, sizeof magic);
-  if (r.ok() && std::memcmp(magic, kMagic, sizeof magic) != 0) {
+  if (!r.Magic(kMagic)) {
     return core::Status::Corruption("native log " + path +
                                     ": not a backstep native log (bad magic)");
   }

@@ -13,7 +13,6 @@
 #include <fstream>
 
 #include "backstep/core/hex.h"
-#include "recorder/native/native_io.h"
 #include "recorder/syscall_effects.h"
 
 namespace backstep::record {

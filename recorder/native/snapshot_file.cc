@@ -1,6 +1,5 @@
 #include "recorder/native/snapshot_file.h"
 
-#include <cstring>
 
 #include "recorder/native/native_io.h"
 
@@ -49,9 +48,7 @@ core::Expected<Snapshot> ReadSnapshot(const std::string& path) {
 core::Expected<Snapshot> ParseSnapshot(std::span<const std::uint8_t> data,
                                        const std::string& path) {
   Reader r(data.data(), data.size(), "snapshot " + path);
-  char magic[8] = {};
-  r.Raw(magic, sizeof magic);
-  if (r.ok() && std::memcmp(magic, kMagic, sizeof magic) != 0)
+  if (!r.Magic(kMagic))
     return core::Status::Corruption("snapshot " + path + ": not a backstep snapshot (bad magic)");
   Snapshot s;
   s.syscall = r.U64();
