@@ -1,11 +1,12 @@
-// Fuzzes the index reader: the input is an index file of a fixed generated
-// trace, sealed (identity and checksum made valid, see index_fuzz.h) so that
-// the structural checks of TraceIndex::Parse and the bounded decoders are
-// what stands between the bytes and the queries. Each accepted index is
+// Fuzzes the index reader: the input is an index file of one of two fixed
+// generated traces, sealed (identity and checksum made valid, see
+// index_fuzz.h) so that the structural checks of TraceIndex::Parse and the
+// bounded decoders are what stands between the bytes and the queries. Each accepted index is
 // queried the way a cursor and the searches do: threads and runs, keyframe
 // registers, clears, the pc index, every access list on a few pages.
 #include "backstep/testing/index_fuzz.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -29,26 +30,60 @@ struct Fixture {
   IndexIdentity identity;
 };
 
-const Fixture& TheFixture() {
-  static const Fixture* fixture = [] {
-    FakeTraceOptions o;
-    o.events = 300;
-    o.threads = 2;
-    o.records_reads = true;
-    o.clears = true;
-    o.full_image = false;
-    o.notes = true;  // the noted events' section
-    auto* f = new Fixture;
-    f->trace = FakeTraceSource(GenerateFakeTrace(o), "fuzz.fake");
-    f->reader = std::move(OpenFakeTrace(f->trace).value());
-    f->identity.trace_size = f->trace->data().size();
-    f->identity.trace_hash = TraceHash(f->trace->data());
-    f->identity.format = f->reader->header().format;
-    f->identity.keyframe_interval = kInterval;
-    f->identity.arch_signature = ArchSignature(*f->reader->header().arch);
-    return f;
+// The fixed traces: [0] references its accesses' data in the trace file;
+// [1] is read through copies (as decompressing formats are) and writes
+// counters, so its short writes are inline in the index and take the XOR
+// forms.
+constexpr int kFixtures = 2;
+
+const Fixture& FixtureNumber(int n) {
+  static const Fixture* fixtures = [] {
+    auto* all = new Fixture[kFixtures];
+    for (int i = 0; i < kFixtures; ++i) {
+      FakeTraceOptions o;
+      o.events = i == 0 ? 300 : 600;
+      o.threads = 2;
+      o.records_reads = true;
+      o.clears = true;
+      o.full_image = false;
+      o.notes = true;  // the noted events' section
+      o.reader_copies_data = i == 1;
+      FakeTrace trace = GenerateFakeTrace(o);
+      if (i == 1) {
+        // Counters instead of random bytes: short writes differ from the
+        // data before them in their low byte (the XOR forms).
+        std::uint8_t counter = 0;
+        for (FakeEvent& e : trace.events) {
+          for (FakeAccess& w : e.writes) {
+            std::fill(w.data.begin(), w.data.end(), 0);
+            w.data[0] = ++counter;
+          }
+        }
+      }
+      Fixture& f = all[i];
+      f.trace = FakeTraceSource(std::move(trace), "fuzz.fake");
+      f.reader = std::move(OpenFakeTrace(f.trace).value());
+      f.identity.trace_size = f.trace->data().size();
+      f.identity.trace_hash = TraceHash(f.trace->data());
+      f.identity.format = f.reader->header().format;
+      f.identity.keyframe_interval = kInterval;
+      f.identity.arch_signature = ArchSignature(*f.reader->header().arch);
+    }
+    return all;
   }();
-  return *fixture;
+  return fixtures[n];
+}
+
+// The fixture an index names by its header's trace size (the seeds carry
+// their fixture's; mutations mostly keep it), else the first.
+const Fixture& FixtureOf(const std::vector<std::uint8_t>& bytes) {
+  if (bytes.size() >= sizeof(IndexHeader)) {
+    const auto header = LoadRecord<IndexHeader>(bytes.data());
+    for (int i = 0; i < kFixtures; ++i) {
+      if (FixtureNumber(i).identity.trace_size == header.trace_size) return FixtureNumber(i);
+    }
+  }
+  return FixtureNumber(0);
 }
 
 void Query(const TraceIndex& index, const ArchDescription& arch) {
@@ -106,7 +141,7 @@ void Query(const TraceIndex& index, const ArchDescription& arch) {
 
 void SealIndex(std::vector<std::uint8_t>& bytes) {
   if (bytes.size() < kHeaderSize + kFooterSize) return;
-  const IndexIdentity& id = TheFixture().identity;
+  const IndexIdentity& id = FixtureOf(bytes).identity;
   auto header = LoadRecord<IndexHeader>(bytes.data());
   header.trace_size = id.trace_size;
   header.trace_mtime_ns = id.trace_mtime_ns;
@@ -130,8 +165,8 @@ void SealIndex(std::vector<std::uint8_t>& bytes) {
 }
 
 int FuzzIndex(const std::uint8_t* data, std::size_t size) {
-  const Fixture& f = TheFixture();
   std::vector<std::uint8_t> bytes(data, data + size);
+  const Fixture& f = FixtureOf(bytes);
   SealIndex(bytes);
   if (!ValidateIndex(bytes, f.identity).empty()) return 0;
   auto owned = std::make_shared<std::vector<std::uint8_t>>(std::move(bytes));
@@ -142,12 +177,16 @@ int FuzzIndex(const std::uint8_t* data, std::size_t size) {
 }
 
 std::vector<std::vector<std::uint8_t>> IndexSeedFiles() {
-  const Fixture& f = TheFixture();
-  auto reader = OpenFakeTrace(f.trace);
-  VectorIndexSink out;
-  IndexBuildOptions options;
-  if (!reader.ok() || !BuildIndex(**reader, f.identity, options, out).ok()) return {};
-  return {out.bytes()};
+  std::vector<std::vector<std::uint8_t>> seeds;
+  for (int i = 0; i < kFixtures; ++i) {
+    const Fixture& f = FixtureNumber(i);
+    auto reader = OpenFakeTrace(f.trace);
+    VectorIndexSink out;
+    IndexBuildOptions options;
+    if (!reader.ok() || !BuildIndex(**reader, f.identity, options, out).ok()) return {};
+    seeds.push_back(out.bytes());
+  }
+  return seeds;
 }
 
 }  // namespace backstep::core::testing
