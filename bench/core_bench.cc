@@ -103,6 +103,8 @@ std::shared_ptr<Trace> OpenIndexed() {
     OpenOptions options;
     options.index_snapshot_blocks =
         static_cast<std::uint32_t>(EnvU64("BACKSTEP_BENCH_SNAPSHOT_BLOCKS", 0));
+    // As `serve` opens traces (BACKSTEP_BENCH_MAP_CACHED=0: as other commands).
+    options.map_in_cached_trace = EnvU64("BACKSTEP_BENCH_MAP_CACHED", 1) != 0;
     auto t = Trace::Open(f.path, options);
     if (!t.ok()) {
       std::fprintf(stderr, "open: %s\n", t.status().ToString().c_str());
@@ -252,7 +254,7 @@ void BM_ReadMemory4K(benchmark::State& state) {
   Fixture& f = GetFixture();
   auto cursor = std::move(trace->NewCursor().value());
   std::mt19937_64 rng(2);
-  std::vector<double> us, cpu;
+  std::vector<double> us, cpu, faults, sys;
   std::vector<std::uint8_t> out(4096), known(4096);
   std::vector<Address> pages;
   for (const auto& page : f.info.pages) pages.push_back(page.virtual_address);
@@ -261,14 +263,25 @@ void BM_ReadMemory4K(benchmark::State& state) {
     (void)cursor->Seek(Position(rng() % (trace->event_count() + 1)));
     Address a = pages[rng() % pages.size()];
     state.ResumeTiming();
+    rusage r0, r1;
+    getrusage(RUSAGE_THREAD, &r0);
     const double cpu_start = ThreadCpuMicros();
     auto start = Clock::now();
     (void)cursor->ReadMemory(a, out, known);
     us.push_back(Micros(Clock::now() - start));
     cpu.push_back(ThreadCpuMicros() - cpu_start);
+    getrusage(RUSAGE_THREAD, &r1);
+    faults.push_back(double(r1.ru_minflt - r0.ru_minflt + r1.ru_majflt - r0.ru_majflt));
+    sys.push_back(double(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) * 1e6 +
+                  double(r1.ru_stime.tv_usec - r0.ru_stime.tv_usec));
   }
   ReportPercentiles(state, us);
   ReportCpuPercentiles(state, cpu);
+  double fsum = 0, ssum = 0;
+  for (double x : faults) fsum += x;
+  for (double x : sys) ssum += x;
+  state.counters["faults_per_read"] = fsum / faults.size();
+  state.counters["sys_us_per_read"] = ssum / sys.size();
 }
 BENCHMARK(BM_ReadMemory4K)->Unit(benchmark::kMicrosecond)->Iterations(3000);
 

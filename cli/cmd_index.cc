@@ -26,7 +26,9 @@ int RunIndex(Args& args) {
   if (single_pass) words.push_back("--single-pass");
   Args opts(std::move(words));
   // --force: the old index stays until the new one is complete and replaces it.
-  auto trace = OpenTraceForCli(files[0], opts, force);
+  core::OpenOptions options;
+  options.rebuild_index = force;
+  auto trace = OpenTraceForCli(files[0], opts, std::move(options));
   if (!trace.ok()) return Fail(trace.status());
   const core::IndexStatus& idx = (*trace)->index_status();
   std::printf("%s: %s\n", idx.path.c_str(), IndexStatusText(idx).c_str());

@@ -112,7 +112,9 @@ int RunServe(Args& args) {
                            : std::vector<std::string>{});
   // A trace truncated while served ends its sessions, not the server.
   core::GuardMappedFiles();
-  auto trace = OpenTraceForCli(files[0], open_args);
+  core::OpenOptions open_options;
+  open_options.map_in_cached_trace = true;  // a session reads the trace at random
+  auto trace = OpenTraceForCli(files[0], open_args, std::move(open_options));
   if (!trace.ok()) return Fail(trace.status());
   if (Interrupted()) return 1;
 

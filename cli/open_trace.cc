@@ -3,9 +3,7 @@
 namespace backstep::cli {
 
 core::Expected<std::shared_ptr<core::Trace>> OpenTraceForCli(const std::string& path, Args& args,
-                                                             bool rebuild) {
-  core::OpenOptions options;
-  options.rebuild_index = rebuild;
+                                                             core::OpenOptions options) {
   if (auto dir = args.TakeOption("cache-dir")) options.cache_dir = *dir;
   if (args.TakeFlag("single-pass")) options.index_parts = 1;
   options.progress = TerminalProgress();

@@ -14,9 +14,9 @@ namespace backstep::cli {
 // Takes --cache-dir (and --single-pass: build a missing index in one pass
 // even when the trace has resume points) from `args` and opens `path`
 // (building its index with a progress bar if needed).
-// `rebuild`: build a new index even if a valid one exists (`index --force`).
+// `options` holds what the command sets itself (`index --force`: rebuild_index).
 core::Expected<std::shared_ptr<core::Trace>> OpenTraceForCli(const std::string& path, Args& args,
-                                                             bool rebuild = false);
+                                                             core::OpenOptions options = {});
 
 // How the index came to be, for `info` and `index`: "up to date (reused)",
 // "built now (missing; 2 parts in parallel from the trace's resume points)",

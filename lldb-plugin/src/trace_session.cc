@@ -8,8 +8,10 @@ namespace backstep::lldb_plugin {
 core::Expected<std::unique_ptr<TraceSession>> TraceSession::Create(const Options& options) {
   std::unique_ptr<TraceSession> session(new TraceSession);
   session->trace_path_ = options.trace_path;
+  core::OpenOptions open_options;
+  open_options.map_in_cached_trace = true;  // a session reads the trace at random
   BACKSTEP_ASSIGN_OR_RETURN(std::shared_ptr<core::Trace> trace,
-                            core::Trace::Open(options.trace_path));
+                            core::Trace::Open(options.trace_path, open_options));
   session->trace_ = trace;
   session->event_count_ = trace->event_count();
   BACKSTEP_ASSIGN_OR_RETURN(session->target_options_,

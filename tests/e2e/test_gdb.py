@@ -122,6 +122,17 @@ class GdbTest(unittest.TestCase):
                               self.env.dump_rip(self.trace, 0)])
             self.assertEqual(positions(out), [0])
 
+    def test_serve_maps_in_the_cached_trace(self):
+        # The server maps in the whole cached trace at open, so that its
+        # sessions' random reads of the trace take no page fault.
+        big = self.env.big_trace()
+        size = os.path.getsize(big.path)
+        with util.Server(self.env, big) as server:
+            self.assertGreaterEqual(util.resident_bytes(server.proc.pid, big.path), size - 4096)
+            out = util.gdb(server, ["stepi", RIP])
+            self.assertEqual(util.values(r"RIP=(0x[0-9a-f]+)", out),
+                             [self.env.dump_rip(big, 1)], out)
+
     def test_stdio(self):
         connect = "target remote | %s serve --stdio %s" % (self.env.backstep, self.trace.path)
         out = util.run(util.gdb_argv(["stepi", "stepi", RIP, WHEN], connect), check=False)

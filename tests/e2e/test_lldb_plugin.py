@@ -322,6 +322,18 @@ class PartialStateTfile(LldbTestCase):
         self.assertEqual(self.lldb.when(), hit - 1)
 
 
+class CachedTraceMappedIn(LldbTestCase):
+    def test_open_maps_in_the_cached_trace(self):
+        # As `serve`, the plugin maps in the whole cached trace at open, so
+        # that the session's random reads of the trace take no page fault.
+        big = self.env.big_trace()
+        self.lldb.run("backstep open %s" % big.path)
+        self.assertGreaterEqual(util.resident_bytes(os.getpid(), big.path),
+                                os.path.getsize(big.path) - 4096)
+        self.lldb.run("si")
+        self.assertEqual(self.lldb.when(), 1)
+
+
 @unittest.skipIf(ASAN_PRELOADED, "the sanitizer build loads the ASan plugin only into this "
                  "process: lldb-19 --batch hangs in setlocale() with libasan preloaded")
 class BatchScript(unittest.TestCase):

@@ -62,6 +62,16 @@ class Env:
             self._trace = Trace(path, facts)
         return self._trace
 
+    def big_trace(self):
+        """A 600,000-event generated REVEN trace (~22 MB, larger than a page-cache
+        folio, so that one fault cannot map all of it), indexed."""
+        path = os.path.join(self.dir, "big.bin")
+        if not os.path.exists(path + ".bsidx"):
+            run([self.make_example, path, "--events", "600000", "--seed", "4"])
+            run([self.backstep, "index", path])
+        assert os.path.getsize(path) > 16 << 20, "the generator wrote a smaller trace"
+        return Trace(path, {})
+
     def dump_rip(self, trace, position):
         """rip at `position` according to `backstep dump`."""
         out = run([self.backstep, "dump", trace.path, "--at", str(position), "--regs"])
@@ -83,6 +93,19 @@ class Trace:
             return self.facts[name]
         except KeyError:
             raise AttributeError(name)
+
+
+def resident_bytes(pid, path):
+    """The resident bytes (smaps "Rss:") of process pid's mappings of path."""
+    real, total, in_path = os.path.realpath(path), 0, False
+    with open("/proc/%d/smaps" % pid) as f:
+        for line in f:
+            first = line.split(None, 1)[0]
+            if "-" in first and not first.endswith(":"):
+                in_path = line.rstrip("\n").endswith(real)
+            elif in_path and first == "Rss:":
+                total += int(line.split()[1]) * 1024
+    return total
 
 
 def run(argv, timeout=STEP_TIMEOUT, check=True, stdin=None):

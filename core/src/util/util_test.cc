@@ -1,3 +1,5 @@
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -130,6 +132,68 @@ TEST(ByteSource, MapsFilesAndReportsErrorsWithTheName) {
   auto e = MapFile(empty);
   ASSERT_TRUE(e.ok());
   EXPECT_EQ((*e)->size(), 0u);
+  fs::remove_all(dir);
+}
+
+// The pages of [from, to) of the mapping that the page cache holds.
+std::size_t CachedPages(const ByteSource& source, std::size_t from, std::size_t to) {
+  std::vector<unsigned char> cached((to - from) / 4096);
+  auto* at = const_cast<std::uint8_t*>(source.data().data()) + from;
+  std::size_t n = 0;
+  if (mincore(at, to - from, cached.data()) != 0) return ~n;
+  for (unsigned char c : cached) n += c & 1;
+  return n;
+}
+
+// The pages of [from, to) of the mapping that its page table maps
+// (/proc/self/pagemap, bit 63).
+std::size_t MappedPages(const ByteSource& source, std::size_t from, std::size_t to) {
+  const std::size_t pages = (to - from) / 4096;
+  const auto at = reinterpret_cast<std::uintptr_t>(source.data().data()) + from;
+  std::size_t n = 0;
+  std::vector<std::uint64_t> entries(pages);
+  const int fd = open("/proc/self/pagemap", O_RDONLY);
+  if (fd < 0) return ~n;
+  const auto bytes = static_cast<ssize_t>(pages * sizeof(std::uint64_t));
+  const bool read_all = pread(fd, entries.data(), bytes, (at / 4096) * 8) == bytes;
+  close(fd);
+  if (!read_all) return ~n;
+  for (std::uint64_t e : entries) n += e >> 63;
+  return n;
+}
+
+TEST(ByteSource, MapInCachedPagesMapsTheCachedPagesAndReadsNothing) {
+  fs::path dir = TempDir();
+  fs::path file = dir / "pages.bin";
+  constexpr std::size_t kHalf = 4 << 20, kPages = kHalf / 4096;
+  {
+    std::vector<char> bytes(2 * kHalf);
+    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7 + 1);
+    std::ofstream(file, std::ios::binary).write(bytes.data(), bytes.size());
+  }
+  // The second half leaves the page cache (written back first).
+  const int fd = open(file.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(fdatasync(fd), 0);
+  ASSERT_EQ(posix_fadvise(fd, kHalf, kHalf, POSIX_FADV_DONTNEED), 0);
+  close(fd);
+
+  auto mapped = MapFile(file);
+  ASSERT_TRUE(mapped.ok()) << mapped.status().ToString();
+  const ByteSource& source = **mapped;
+  ASSERT_EQ(CachedPages(source, 0, kHalf), kPages);
+  ASSERT_EQ(CachedPages(source, kHalf, 2 * kHalf), 0u)
+      << "the page cache kept the dropped half: is " << dir << " a tmpfs?";
+  EXPECT_EQ(MappedPages(source, 0, 2 * kHalf), 0u) << "mapped before it was asked";
+
+  source.MapInCachedPages();
+  EXPECT_EQ(MappedPages(source, 0, kHalf), kPages);
+  EXPECT_EQ(MappedPages(source, kHalf, 2 * kHalf), 0u);
+  EXPECT_EQ(CachedPages(source, kHalf, 2 * kHalf), 0u) << "it read uncached pages";
+  // The content is the file's.
+  EXPECT_EQ(source.data()[12345], static_cast<std::uint8_t>(12345 * 7 + 1));
+  EXPECT_EQ(source.data()[kHalf + 5], static_cast<std::uint8_t>((kHalf + 5) * 7 + 1));
+  MemorySource({1, 2, 3})->MapInCachedPages();  // a buffer: nothing to do
   fs::remove_all(dir);
 }
 

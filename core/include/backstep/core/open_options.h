@@ -41,6 +41,11 @@ struct OpenOptions {
   // trace.cache): 0 = one per core, 1 = always the single pass. The index
   // means the same either way (docs/formats/index-format.md).
   unsigned index_parts = 0;
+  // Map in the trace's pages that the page cache already holds, at open
+  // (ByteSource::MapInCachedPages), for sessions that read the trace at
+  // random for long (serve, the LLDB plugin): their reads then take no page
+  // fault. A one-shot command would pay ~20-30 ms per cached GiB for nothing.
+  bool map_in_cached_trace = false;
 };
 
 // Makes a new reader of the trace, positioned at its first event.
