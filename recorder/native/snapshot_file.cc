@@ -1,6 +1,5 @@
 #include "recorder/native/snapshot_file.h"
 
-
 #include "recorder/native/native_io.h"
 
 namespace backstep::record {
