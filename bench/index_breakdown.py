@@ -4,8 +4,8 @@
 Usage: bench/index_breakdown.py INDEX [TRACE]
 
 Reads the file as docs/formats/index-format.md describes it (versions 3
-to 8), independently of the C++ reader: header, directory tables, keyframe ref
-arrays, register records, and per segment the pc index (records, skip
+to 9), independently of the C++ reader: header, directory tables, the noted
+events and plain system calls, keyframe ref arrays, register records, and per segment the pc index (records, skip
 records, postings) and the three access lists (page records, block
 records, entry bytes split into headers, inline data and references, page
 snapshots). What no record points to (padding, the remainder) is reported
@@ -59,6 +59,13 @@ def directory(b):
     info = dict(zip(names, d))
     info.update(version=version, dir_offset=dir_offset, dir_size=dir_size,
                 block_entries=block_entries, snapshot_blocks=snapshot_blocks)
+    # Version 7: the noted events; version 9: the plain system calls, and a
+    # directory record of 128 bytes instead of 112.
+    note_count, note_text = b.u64s(dir_offset + 88, 2) if version >= 7 else (0, 0)
+    plain_count, plain_stream = b.u64s(dir_offset + 104, 2) if version >= 9 else (0, 0)
+    info.update(dir_record=128 if version >= 9 else 112, note_count=note_count,
+                note_bytes=32 * note_count + (note_text + 7) // 8 * 8, plain_count=plain_count,
+                plain_bytes=24 * ((plain_count + 255) // 256) + (plain_stream + 7) // 8 * 8)
     return info
 
 
@@ -211,15 +218,19 @@ def breakdown(path):
     info = directory(b)
     b.add("header + footer", HEADER + FOOTER)
     dir_size = info["dir_size"]
-    b.add("directory (threads, runs, keyframes, clears, segments, noted events)", dir_size)
+    b.add("noted events (records and descriptions)", info["note_bytes"], info["note_count"])
+    b.add("plain system calls (skip records and stream)", info["plain_bytes"],
+          info["plain_count"])
+    b.add("directory (threads, runs, keyframes, clears, segments)",
+          dir_size - info["note_bytes"] - info["plain_bytes"])
     # Thread run lists sit just before the directory.
     runs_lists = 0
-    off = info["dir_offset"] + 112
+    off = info["dir_offset"] + info["dir_record"]
     for t in range(info["threads"]):
         run_count = b.u64s(off + 48 * t + 40, 1)[0]
         runs_lists += 8 * run_count
     b.add("thread run lists", runs_lists)
-    kf_offset = info["dir_offset"] + 112 + 48 * info["threads"] + 16 * info["runs"]
+    kf_offset = info["dir_offset"] + info["dir_record"] + 48 * info["threads"] + 16 * info["runs"]
     refs = 0
     for k in range(info["keyframes"]):
         _, _, _, ref_count = b.u64s(kf_offset + 32 * k, 4)

@@ -182,7 +182,14 @@ class Server:
 
 def gdb_argv(commands, connect):
     argv = ["gdb", "-q", "-batch", "-nx", "-ex", "set architecture i386:x86-64",
-            "-ex", "set pagination off", "-ex", connect]
+            "-ex", "set pagination off"]
+    if "--stdio" in connect:
+        # gdb waits `remotetimeout` (2 s) for the first reply, which comes
+        # once the trace is open: on a loaded 2-core machine that can take
+        # longer, and gdb then resends qSupported and takes the second reply
+        # for the next packet's ("Remote replied unexpectedly").
+        argv += ["-ex", "set remotetimeout 30"]
+    argv += ["-ex", connect]
     for c in commands:
         argv += ["-ex", c]
     return argv

@@ -115,6 +115,8 @@ void WriteIndexDirectory(IndexTables& tables, const TraceHeader& trace,
   dir.snapshot_blocks = options.snapshot_blocks;
   dir.note_count = tables.notes.size();
   dir.note_text_size = tables.note_text.size();
+  dir.plain_syscall_count = tables.plain_syscalls.count();
+  dir.plain_syscall_stream_size = tables.plain_syscalls.stream().size();
   const std::uint64_t dir_offset = sink.size();
   sink.WriteRecord(dir);
   sink.WriteRecords<ThreadRecord>(threads);
@@ -126,6 +128,9 @@ void WriteIndexDirectory(IndexTables& tables, const TraceHeader& trace,
   sink.WriteRecords<NoteRecord>(tables.notes);
   sink.Write(
       {reinterpret_cast<const std::uint8_t*>(tables.note_text.data()), tables.note_text.size()});
+  sink.Pad8();
+  sink.WriteRecords<SyscallSkipRecord>(tables.plain_syscalls.skips());
+  sink.Write(tables.plain_syscalls.stream());
   sink.Pad8();
   IndexFooter footer{};
   footer.directory_offset = dir_offset;

@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "backstep/core/arch.h"
+#include "backstep/core/plain_syscalls.h"
 #include "backstep/core/register_file.h"
 #include "backstep/testing/index_fuzz.h"
 #include "index/trace_index.h"
@@ -167,6 +170,60 @@ TEST(CraftedIndexTest, DamagedNotedEventsAreRefusedNamingTheirOffset) {
   std::vector<std::uint8_t> flag = good;
   Put(flag, l.directory + offsetof(IndexDirectory, flags), l.dir.flags & ~kDirNotes);
   EXPECT_TRUE(OpenStatus(flag).IsCorruption()) << OpenStatus(flag).ToString();
+}
+
+TEST(CraftedIndexTest, DamagedPlainSyscallsAreRefusedNamingTheirOffset) {
+  const std::vector<std::uint8_t> good = IndexSeedFiles().at(0);
+  const Layout l = LayoutOf(good);
+  ASSERT_GE(l.dir.plain_syscall_count, 2u);  // the fixture's write() calls
+  const std::uint64_t skips = l.segments + l.dir.segment_count * sizeof(SegmentRecord) +
+                              l.dir.note_count * sizeof(NoteRecord) + Align8(l.dir.note_text_size);
+  const std::uint64_t stream = skips + sizeof(SyscallSkipRecord);  // one block
+  {
+    auto owned = std::make_shared<std::vector<std::uint8_t>>(good);
+    SealIndex(*owned);
+    auto index = TraceIndex::Open(owned, *owned, {});
+    ASSERT_TRUE(index.ok()) << index.status().ToString();
+    std::vector<PlainSyscall> calls;
+    (*index)->plain_syscalls().Decode(0, &calls);
+    ASSERT_EQ(calls.size(), l.dir.plain_syscall_count);
+    EXPECT_EQ(calls[0].number, 1u);
+    EXPECT_EQ(calls[0].event, LoadRecord<SyscallSkipRecord>(good.data() + skips).first_event);
+  }
+  auto expect_refused = [&](const std::vector<std::uint8_t>& bad, std::uint64_t at,
+                            const std::string& says) {
+    const Status s = OpenStatus(bad);
+    EXPECT_TRUE(s.IsCorruption()) << says << ": " << s.ToString();
+    EXPECT_NE(s.ToString().find("index at offset " + HexU64(at) + ": " + says), std::string::npos)
+        << s.ToString();
+  };
+  std::vector<std::uint8_t> offset = good;
+  Put(offset, skips + offsetof(SyscallSkipRecord, offset), std::uint64_t(1));
+  expect_refused(offset, stream, "plain system call 0: skip record 0 does not start its block");
+  std::vector<std::uint8_t> past = good;
+  Put(past, skips + offsetof(SyscallSkipRecord, first_event), l.dir.event_count);
+  expect_refused(past, stream, "plain system call 0: event");
+  // The second call's event delta made 0 (the first call takes two bytes:
+  // a zero delta and the number 1).
+  ASSERT_EQ(good[stream], 0);
+  ASSERT_EQ(good[stream + 1], 1);
+  std::vector<std::uint8_t> delta = good;
+  delta[stream + 2] = 0;
+  expect_refused(delta, stream + 2, "plain system call 1: event delta 0");
+  // One call more than the stream holds (the same number of blocks).
+  ASSERT_NE(l.dir.plain_syscall_count % kPlainSyscallsPerBlock, 0u);
+  std::vector<std::uint8_t> count = good;
+  Put(count, l.directory + offsetof(IndexDirectory, plain_syscall_count),
+      l.dir.plain_syscall_count + 1);
+  const Status cut = OpenStatus(count);
+  EXPECT_NE(cut.ToString().find("plain system call " + std::to_string(l.dir.plain_syscall_count) +
+                                ": cut short or malformed"),
+            std::string::npos)
+      << cut.ToString();
+  // A stream size that does not add up to the directory.
+  std::vector<std::uint8_t> size = good;
+  Put(size, l.directory + offsetof(IndexDirectory, plain_syscall_stream_size), ~std::uint64_t(0));
+  EXPECT_TRUE(OpenStatus(size).IsCorruption()) << OpenStatus(size).ToString();
 }
 
 TEST(CraftedIndexTest, EveryDamagedByteIsRefusedOrAnswered) {

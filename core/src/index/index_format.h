@@ -18,7 +18,7 @@ namespace backstep::core {
 inline constexpr char kIndexMagic[8] = {'B', 'S', 'I', 'N', 'D', 'E', 'X', '\n'};
 inline constexpr char kFooterMagic[8] = {'B', 'S', 'I', 'D', 'X', 'E', 'N', 'D'};
 // Bump on any change of layout or meaning; a different version is rebuilt.
-inline constexpr std::uint32_t kIndexVersion = 8;
+inline constexpr std::uint32_t kIndexVersion = 9;
 
 inline constexpr std::uint64_t kPageBits = 12;
 inline constexpr std::uint64_t kPageSize = 1u << kPageBits;
@@ -89,6 +89,11 @@ struct IndexDirectory {
   // zero-padded to 8.
   std::uint64_t note_count;
   std::uint64_t note_text_size;
+  // The plain system calls (version 9, PlainSyscallNumber): after the note
+  // text, ceil(count / kPlainSyscallsPerBlock) x SyscallSkipRecord, then
+  // plain_syscall_stream_size bytes of calls, zero-padded to 8.
+  std::uint64_t plain_syscall_count;
+  std::uint64_t plain_syscall_stream_size;
   std::uint64_t reserved;
 };
 inline constexpr std::uint64_t kDirPhysical = 1, kDirRecordsReads = 2;
@@ -147,6 +152,17 @@ struct NoteRecord {
   std::uint32_t kind;  // EventKind
   std::uint32_t text_size;
   std::uint64_t text_offset;  // from the start of the note text
+};
+// A block of kPlainSyscallsPerBlock plain system calls: its first call's
+// event and thread, and where its calls start in the stream. Each call is
+// varint(event delta << 1 | thread changes), varint(number), then, when the
+// thread changes, varint(tid); the delta is from the previous call of the
+// block (0 for the first, which is the record's event), the thread from the
+// previous call's (the record's for the first).
+struct SyscallSkipRecord {
+  std::uint64_t first_event;
+  std::uint64_t tid;
+  std::uint64_t offset;  // from the start of the stream
 };
 struct RegisterClearRecord {
   std::uint64_t event;
@@ -269,9 +285,10 @@ struct SnapshotRecord {
 inline constexpr std::uint64_t kSnapshotComplete = 1;
 inline constexpr std::uint64_t kSnapshotSize = kPageSize + kPageSize / 8;
 
-static_assert(sizeof(IndexDirectory) == 112 && sizeof(SegmentRecord) == 80 &&
+static_assert(sizeof(IndexDirectory) == 128 && sizeof(SegmentRecord) == 80 &&
               sizeof(PcRecord) == 32 && sizeof(PcGroupRecord) == 16 && sizeof(PageRecord) == 32 &&
-              sizeof(BlockRecord) == 32 && sizeof(NoteRecord) == 32);
+              sizeof(BlockRecord) == 32 && sizeof(NoteRecord) == 32 &&
+              sizeof(SyscallSkipRecord) == 24);
 
 // --- varints (LEB128) ---
 inline void PutVarint(std::uint64_t v, std::uint8_t*& out) {

@@ -197,6 +197,7 @@ Status AppendPart(Part& p, IndexSink& sink, IndexTables& merged,
     merged.notes.push_back(note);
   }
   merged.note_text += t.note_text;
+  merged.plain_syscalls.Append(t.plain_syscalls);
   merged.end_event = t.end_event;
   merged.records_reads = t.records_reads;
   return sink.status();

@@ -89,6 +89,7 @@ class IndexPartBuilder {
   std::vector<SegmentRecord> segments_;
   std::vector<NoteRecord> notes_;
   std::string note_text_;
+  PlainSyscallWriter plain_syscalls_;
   std::uint64_t segment_first_ = 0;
   bool has_last_ = false;  // last_tid_ / last_index_: the previous event's thread
   std::uint64_t last_tid_ = 0;
@@ -259,7 +260,10 @@ void IndexPartBuilder::IndexEvent(const Event& e, std::uint64_t event) {
   if (!e.registers.empty()) t.dirty = true;
   for (std::size_t i = 0; i < e.writes.size(); ++i)
     AddAccess(writes_, event, e.writes[i], false, i);
-  if (DescribesNotes(e.kind, e.description)) {
+  if (e.description.empty()) return;
+  if (const std::optional<std::uint64_t> number = PlainSyscallNumber(e.kind, e.description)) {
+    plain_syscalls_.Add({event, e.thread, *number});
+  } else if (DescribesNotes(e.kind, e.description)) {
     notes_.push_back({event, e.thread.value, static_cast<std::uint32_t>(e.kind),
                       static_cast<std::uint32_t>(e.description.size()), note_text_.size()});
     note_text_ += e.description;
@@ -301,6 +305,7 @@ void IndexPartBuilder::Finish(std::uint64_t events, IndexTables* out) {
   out->segments = std::move(segments_);
   out->notes = std::move(notes_);
   out->note_text = std::move(note_text_);
+  out->plain_syscalls = std::move(plain_syscalls_);
   out->end_event = events;
   out->end_position = reader_.Tell();
   out->records_reads = records_reads_;

@@ -30,6 +30,7 @@
 #include "index/index_format.h"
 #include "index/index_sink.h"
 #include "index/inference_tracker.h"
+#include "index/plain_syscall_writer.h"
 
 namespace backstep::core {
 
@@ -52,6 +53,8 @@ struct IndexTables {
   // note_text.
   std::vector<NoteRecord> notes;
   std::string note_text;
+  // The plain system calls (PlainSyscallNumber), not among `notes`.
+  PlainSyscallWriter plain_syscalls;
   std::uint64_t end_event = 0;  // events indexed: the part covers [first, end_event)
   ReaderPosition end_position;  // the reader's Tell() at end_event
   bool records_reads = false;

@@ -160,4 +160,65 @@ Status TraceIndex::CheckNotes() const {
   return Status();
 }
 
+Status TraceIndex::CheckPlainSyscalls() const {
+  const std::uint64_t count = dir_.plain_syscall_count;
+  if (count > 0 && !lists_notes()) {
+    return Status::Corruption("index: plain system calls without the flag that lists them");
+  }
+  const std::uint8_t* const start = plain_stream_;
+  const std::uint8_t* const end = plain_stream_ + dir_.plain_syscall_stream_size;
+  const std::uint8_t* in = start;
+  // A varint that ends before `end`, in at most 10 bytes.
+  auto varint = [&](std::uint64_t* v) {
+    const std::uint8_t* limit = end - in > 10 ? in + 10 : end;
+    const std::uint8_t* p = in;
+    while (p < limit && (*p & 0x80)) ++p;
+    if (p == limit) return false;
+    *v = GetVarint(in, end);
+    return true;
+  };
+  auto corrupt = [&](std::uint64_t at, std::uint64_t i, const std::string& what) {
+    return Status::Corruption("index at offset " + HexU64(at) + ": plain system call " +
+                              std::to_string(i) + ": " + what);
+  };
+  std::uint64_t event = 0;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const std::uint64_t at = static_cast<std::uint64_t>(in - bytes_.data());
+    const bool first_of_block = i % kPlainSyscallsPerBlock == 0;
+    std::uint64_t head = 0, number = 0, tid = 0;
+    if (!varint(&head) || !varint(&number) || ((head & 1) && !varint(&tid))) {
+      return corrupt(at, i, "cut short or malformed");
+    }
+    const std::uint64_t delta = head >> 1;
+    if (first_of_block) {
+      const auto skip = Rec<SyscallSkipRecord>(plain_skips_, i / kPlainSyscallsPerBlock);
+      if (skip.offset != at - static_cast<std::uint64_t>(start - bytes_.data()) || delta != 0) {
+        return corrupt(at, i,
+                       "skip record " + std::to_string(i / kPlainSyscallsPerBlock) +
+                           " does not start its block");
+      }
+      if ((i > 0 && skip.first_event <= event) || skip.first_event >= dir_.event_count) {
+        return corrupt(at, i,
+                       "event " + std::to_string(skip.first_event) +
+                           " out of order or past the end (" + std::to_string(dir_.event_count) +
+                           " events)");
+      }
+      event = skip.first_event;
+    } else if (delta == 0 || delta >= dir_.event_count - event) {
+      return corrupt(at, i,
+                     "event delta " + std::to_string(delta) + " after event " +
+                         std::to_string(event) + " out of order or past the end (" +
+                         std::to_string(dir_.event_count) + " events)");
+    } else {
+      event += delta;
+    }
+  }
+  if (in != end) {
+    return Status::Corruption("index at offset " +
+                              HexU64(static_cast<std::uint64_t>(in - bytes_.data())) +
+                              ": bytes after the last plain system call");
+  }
+  return Status();
+}
+
 }  // namespace backstep::core

@@ -109,6 +109,11 @@ Status TraceIndex::Parse() {
   notes_ = take(dir_.note_count, sizeof(NoteRecord));
   note_text_ = take(dir_.note_text_size, 1);
   take(Align8(dir_.note_text_size) - dir_.note_text_size, 1);  // padding (skipped on overflow)
+  const std::uint64_t syscall_blocks = dir_.plain_syscall_count / kPlainSyscallsPerBlock +
+                                       (dir_.plain_syscall_count % kPlainSyscallsPerBlock != 0);
+  plain_skips_ = take(syscall_blocks, sizeof(SyscallSkipRecord));
+  plain_stream_ = take(dir_.plain_syscall_stream_size, 1);
+  take(Align8(dir_.plain_syscall_stream_size) - dir_.plain_syscall_stream_size, 1);
   if (overflow || need != footer.directory_size) return corrupt("directory size mismatch");
   if (dir_.block_entries == 0 || dir_.snapshot_blocks == 0 || dir_.register_known_words > 64 ||
       dir_.register_storage_size > bytes_.size() ||
@@ -154,6 +159,7 @@ Status TraceIndex::Parse() {
     BACKSTEP_RETURN_IF_ERROR(CheckSegmentData(s));
   }
   BACKSTEP_RETURN_IF_ERROR(CheckNotes());
+  BACKSTEP_RETURN_IF_ERROR(CheckPlainSyscalls());
   return CheckThreadsAndRuns();
 }
 

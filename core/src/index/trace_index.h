@@ -32,6 +32,7 @@
 #include "backstep/core/byte_source.h"
 #include "backstep/core/expected.h"
 #include "backstep/core/open_options.h"
+#include "backstep/core/plain_syscalls.h"
 #include "backstep/core/register_file.h"
 #include "backstep/core/trace_reader.h"
 #include "backstep/core/types.h"
@@ -142,6 +143,11 @@ class TraceIndex {
   };
   // Noted event i, in event order. REQUIRES: i < note_count().
   Note note(std::uint64_t i) const;
+  // The plain system calls (version 9; checked at open).
+  PlainSyscalls plain_syscalls() const {
+    return PlainSyscalls(dir_.plain_syscall_count, plain_skips_, plain_stream_,
+                         dir_.plain_syscall_stream_size);
+  }
 
   // --- pc index (index_pc.cc) ---
   // First event >= from / last event < before whose pc (in the state before
@@ -207,6 +213,10 @@ class TraceIndex {
   // Noted events in increasing order, inside the trace, with a known kind
   // and their text inside the note text.
   Status CheckNotes() const;
+  // Plain system calls: each block's skip record where its calls start,
+  // the calls' events increasing and inside the trace, and the stream
+  // exactly as long as its calls.
+  Status CheckPlainSyscalls() const;
   template <class T>
   T Rec(const std::uint8_t* base, std::uint64_t i) const {
     return LoadRecord<T>(base + i * sizeof(T));
@@ -250,6 +260,7 @@ class TraceIndex {
   const std::uint8_t *memory_clears_ = nullptr, *register_clears_ = nullptr;
   const std::uint8_t* segments_ = nullptr;
   const std::uint8_t *notes_ = nullptr, *note_text_ = nullptr;
+  const std::uint8_t *plain_skips_ = nullptr, *plain_stream_ = nullptr;
   std::vector<std::pair<std::uint64_t, std::size_t>> thread_ids_;  // sorted (tid, index)
   std::shared_ptr<EventDataCache> event_data_;                     // set_reader_factory()
 };

@@ -60,6 +60,17 @@ bool DescribesNotes(EventKind kind, std::string_view description) {
   return !ParseMappingChanges(description).empty();
 }
 
+std::optional<std::uint64_t> PlainSyscallNumber(EventKind kind, std::string_view description) {
+  if (description.empty()) return std::nullopt;
+  const EventNotes notes = ReadEventNotes(kind, description);
+  if (notes.syscall < 0 || notes.exit_status != -1 || notes.signal != 0 || notes.killed_by != 0 ||
+      notes.exits || !notes.siginfo.empty() || notes.execs ||
+      !ParseMappingChanges(description).empty()) {
+    return std::nullopt;
+  }
+  return static_cast<std::uint64_t>(notes.syscall);
+}
+
 EventNotes ReadEventNotes(EventKind kind, std::string_view description) {
   EventNotes notes;
   std::string_view text = description;

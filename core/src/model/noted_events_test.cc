@@ -7,12 +7,15 @@
 #include <atomic>
 #include <filesystem>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "backstep/core/byte_source.h"
 #include "backstep/core/event_notes.h"
 #include "backstep/core/format_registry.h"
 #include "backstep/core/mappings.h"
+#include "backstep/core/plain_syscalls.h"
 #include "backstep/testing/usercorn_reading.h"
 
 namespace backstep::core {
@@ -62,33 +65,69 @@ class NotedEventsTest : public ::testing::Test {
 };
 
 // The list holds exactly the events a decoding pass finds with notes or
-// mapping changes, with their thread, kind and description.
-TEST_F(NotedEventsTest, ListsTheEventsADecodingPassFinds) {
-  Counted opened = OpenCounted(path_);
-  ASSERT_TRUE(opened.trace);
-  const std::vector<NotedEvent>* noted = opened.trace->noted_events();
+// mapping changes, with their thread, kind and description, except the
+// plain system calls, which the index's stream holds with their thread and
+// number.
+void ExpectTheListsOfADecodingPass(const Trace& trace, std::size_t min_noted,
+                                   std::size_t min_plain) {
+  const std::vector<NotedEvent>* noted = trace.noted_events();
   ASSERT_NE(noted, nullptr);
-  auto reader = opened.trace->NewReader();
+  const std::optional<PlainSyscalls> plain = trace.plain_syscalls();
+  ASSERT_TRUE(plain.has_value());
+  auto reader = trace.NewReader();
   ASSERT_TRUE(reader.ok());
   std::vector<NotedEvent> decoded;
   std::vector<std::string> texts;
+  std::vector<PlainSyscall> decoded_plain;
   Event event;
   for (std::uint64_t n = 0;; ++n) {
     auto more = (*reader)->Next(&event);
     ASSERT_TRUE(more.ok()) << more.status().ToString();
     if (!*more) break;
     if (!DescribesNotes(event.kind, event.description)) continue;
+    if (const auto number = PlainSyscallNumber(event.kind, event.description)) {
+      decoded_plain.push_back({n, event.thread, *number});
+      continue;
+    }
     decoded.push_back({n, event.thread, event.kind, {}});
     texts.emplace_back(event.description);
   }
   ASSERT_EQ(noted->size(), decoded.size());
-  ASSERT_GE(decoded.size(), 6u);  // four system calls, the signal, the kill
+  ASSERT_GE(decoded.size(), min_noted);
   for (std::size_t i = 0; i < decoded.size(); ++i) {
     EXPECT_EQ((*noted)[i].event, decoded[i].event) << i;
     EXPECT_EQ((*noted)[i].thread, decoded[i].thread) << i;
     EXPECT_EQ((*noted)[i].kind, decoded[i].kind) << i;
     EXPECT_EQ((*noted)[i].description, texts[i]) << i;
   }
+  ASSERT_GE(decoded_plain.size(), min_plain);
+  ASSERT_EQ(plain->size(), decoded_plain.size());
+  std::vector<PlainSyscall> listed, block;
+  for (std::uint64_t b = 0; b < plain->block_count(); ++b) {
+    plain->Decode(b, &block);
+    EXPECT_EQ(plain->block_first_event(b), block.front().event) << b;
+    EXPECT_EQ(plain->BlockAt(block.back().event), b);
+    listed.insert(listed.end(), block.begin(), block.end());
+  }
+  EXPECT_EQ(listed, decoded_plain);
+}
+
+TEST_F(NotedEventsTest, ListsTheEventsADecodingPassFinds) {
+  Counted opened = OpenCounted(path_);
+  ASSERT_TRUE(opened.trace);
+  // The mmaps, the signal, the munmap, the kill; the write is plain.
+  ExpectTheListsOfADecodingPass(*opened.trace, 5, 1);
+}
+
+// Thousands of system calls: the plain ones fill several blocks of the
+// stream.
+TEST_F(NotedEventsTest, PlainSystemCallsFillBlocksOfTheStream) {
+  const Status written = testing::WriteSyscallStormRecording(path_, 2000);
+  ASSERT_TRUE(written.ok()) << written.ToString();
+  Counted opened = OpenCounted(path_);
+  ASSERT_TRUE(opened.trace);
+  ExpectTheListsOfADecodingPass(*opened.trace, 21, 1980);
+  EXPECT_EQ(opened.trace->plain_syscalls()->block_count(), 8u);
 }
 
 // The trace's timeline reads no event (opens no reader) once the index

@@ -115,6 +115,11 @@ const std::vector<NotedEvent>* Trace::noted_events() const {
   return notes_ ? &*notes_ : nullptr;
 }
 
+std::optional<PlainSyscalls> Trace::plain_syscalls() const {
+  if (!index_->lists_notes()) return std::nullopt;
+  return index_->plain_syscalls();
+}
+
 void Trace::ReadInitialMemory(Address address, std::span<std::uint8_t> out,
                               std::span<std::uint8_t> known) const {
   std::lock_guard<std::mutex> lock(reader_mutex_);

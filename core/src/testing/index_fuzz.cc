@@ -134,6 +134,13 @@ void Query(const TraceIndex& index, const ArchDescription& arch) {
     total += note.event + note.kind;
     for (char c : note.description) total += static_cast<unsigned char>(c);
   }
+  const PlainSyscalls plain = index.plain_syscalls();
+  std::vector<PlainSyscall> block;
+  for (std::uint64_t b = 0; b < plain.block_count(); ++b) {
+    plain.Decode(b, &block);
+    for (const PlainSyscall& call : block) total += call.event + call.number + call.thread.value;
+    total += plain.BlockAt(plain.block_first_event(b));
+  }
   sink = total;
 }
 

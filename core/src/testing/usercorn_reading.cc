@@ -106,4 +106,34 @@ Status WriteNotesRecording(const std::string& path) {
   return w.Finish();
 }
 
+Status WriteSyscallStormRecording(const std::string& path, int calls) {
+  BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<UsercornRecordingWriter> writer,
+                            CreateUsercornRecording(path));
+  UsercornRecordingWriter& w = *writer;
+  const UsercornMapping text{0x400000, 0x2000,  kProtRead | kProtExec, 0x1000, 0x2000,
+                             "/bin/p", "/bin/p"};
+  const UsercornMapping stack{0x7ff000, 0x1000, kProtRead | kProtWrite, 0, 0, "[stack]", ""};
+  const std::vector<UsercornMapping> initial{text, stack};
+  BACKSTEP_RETURN_IF_ERROR(BeginBareRecording(w, initial, 0x400000));
+  const std::uint64_t args[6] = {3, 0x7ff000, 16};
+  const std::uint32_t numbers[3] = {0, 1, 39};
+  for (int i = 0; i < calls; ++i) {
+    for (int k = 0; k < i % 4; ++k) w.AppendInstruction(BareInstruction(0x400010 + 2 * k));
+    w.AppendInstruction(BareInstruction(0x400000));
+    if (i % 100 == 99) {
+      w.BeginSyscall(9, 0x600000, args);
+      w.MemMap({0x600000, 0x1000, kProtRead | kProtWrite, 0, 0, "", ""});
+    } else {
+      w.BeginSyscall(numbers[i % 3], 16, args);
+    }
+    w.EndSyscall();
+    if (i == calls / 2) {
+      w.AppendSignal(11, {}, BareInstruction(0x400100));
+    }
+  }
+  w.AppendInstruction(BareInstruction(0x400002));
+  BACKSTEP_RETURN_IF_ERROR(w.status());
+  return w.Finish();
+}
+
 }  // namespace backstep::core::testing

@@ -4,6 +4,7 @@
 #include "trace_target/signal_stops.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "backstep/core/event.h"
@@ -42,7 +43,9 @@ core::Expected<const SignalStops::Ending*> SignalStops::Scan() {
   if (ending_.scanned) return &ending_;
   Ending found;
   if (const std::vector<core::NotedEvent>* noted = trace_.noted_events(); noted != nullptr) {
-    // The index lists every event with notes: nothing to decode.
+    // The index lists every event with notes: nothing to decode. The plain
+    // system calls stay in its stream, searched when a resume catches them.
+    plain_ = trace_.plain_syscalls();
     for (const core::NotedEvent& e : *noted) {
       core::EventNotes notes = core::ReadEventNotes(e.kind, e.description);
       // The process's end is the last event's (an event without notes ends nothing).
@@ -97,25 +100,88 @@ core::Expected<std::optional<SignalStops::Slot>> SignalStops::SlotBefore(
     // comes before a breakpoint or watchpoint, an entry after it.
     const std::uint64_t after = stop_slot_ ? stop_slot_->key : 3 * p + Slot::kSignal;
     const std::uint64_t last = 3 * s + (edge ? Slot::kEntry : Slot::kSignal);
+    std::optional<Slot> found;
     for (auto it =
              std::upper_bound(slots.begin(), slots.end(), after,
                               [](std::uint64_t key, const Slot&slot) { return key < slot.key; });
          it != slots.end() && it->key <= last; ++it) {
-      if (Stops(*it)) return std::optional<Slot>(*it);
+      if (Stops(*it)) {
+        found = *it;
+        break;
+      }
     }
-    return std::optional<Slot>();
+    // A plain system call before it wins.
+    if (std::optional<Slot> plain = NextPlainSlot(after, found ? found->key - 1 : last)) {
+      return plain;
+    }
+    return found;
   }
   // Backward: before the last stop's slot, or before anything at p. At s,
   // an entry is met before the breakpoint or watchpoint, the rest after it.
   const std::uint64_t before = stop_slot_ ? stop_slot_->key : 3 * p;
   const std::uint64_t first = 3 * s + (edge ? Slot::kReturn : Slot::kEntry);
+  std::optional<Slot> found;
   for (auto it = std::lower_bound(slots.begin(), slots.end(), before, by_key);
        it != slots.begin();) {
     --it;
     if (it->key < first) break;
-    if (Stops(*it)) return std::optional<Slot>(*it);
+    if (Stops(*it)) {
+      found = *it;
+      break;
+    }
   }
-  return std::optional<Slot>();
+  if (std::optional<Slot> plain = PrevPlainSlot(before, found ? found->key + 1 : first)) {
+    return plain;
+  }
+  return found;
+}
+
+const std::vector<core::PlainSyscall>& SignalStops::PlainBlock(std::uint64_t b) {
+  if (b != plain_block_index_) {
+    plain_->Decode(b, &plain_block_);
+    plain_block_index_ = b;
+  }
+  return plain_block_;
+}
+
+std::optional<SignalStops::Slot> SignalStops::NextPlainSlot(std::uint64_t after,
+                                                            std::uint64_t last) {
+  if (!catch_syscalls_ || !plain_ || plain_->size() == 0 || last <= after) return std::nullopt;
+  // The return of call n is slot 3 * (n + 1): calls from event after / 3 - 1 on.
+  const std::uint64_t from = after / 3 > 0 ? after / 3 - 1 : 0;
+  for (std::uint64_t b = plain_->BlockAt(from); b < plain_->block_count(); ++b) {
+    if (plain_->block_first_event(b) > last / 3) break;
+    for (const core::PlainSyscall& call : PlainBlock(b)) {
+      for (const Slot& slot : PlainSlots(call)) {
+        if (slot.key <= after) continue;
+        if (slot.key > last) return std::nullopt;
+        if (Stops(slot)) return slot;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<SignalStops::Slot> SignalStops::PrevPlainSlot(std::uint64_t before,
+                                                            std::uint64_t first) {
+  if (!catch_syscalls_ || !plain_ || plain_->size() == 0 || before <= first) return std::nullopt;
+  for (std::uint64_t b = plain_->BlockAt(before / 3) + 1; b-- > 0;) {
+    const std::vector<core::PlainSyscall>& calls = PlainBlock(b);
+    for (auto call = calls.rbegin(); call != calls.rend(); ++call) {
+      const std::array<Slot, 2> slots = PlainSlots(*call);
+      for (auto slot = slots.rbegin(); slot != slots.rend(); ++slot) {
+        if (slot->key >= before) continue;
+        if (slot->key < first) return std::nullopt;
+        if (Stops(*slot)) return *slot;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::array<SignalStops::Slot, 2> SignalStops::PlainSlots(const core::PlainSyscall& call) {
+  return {Slot{3 * call.event + Slot::kEntry, Slot::kEntry, call.number, call.thread},
+          Slot{3 * (call.event + 1) + Slot::kReturn, Slot::kReturn, call.number, call.thread}};
 }
 
 core::Expected<std::optional<SignalStops::Slot>> SignalStops::DeliveryAt(std::uint64_t position,

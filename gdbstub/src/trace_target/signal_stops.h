@@ -17,12 +17,16 @@
 // The slots come from the events' notes (core/include/backstep/core/event_notes.h),
 // read the first time a resume needs them from the index's list of noted
 // events (core::Trace::noted_events(): no decoding), or, for an index
-// without that list, in one pass over the events. Only traces whose events
+// without that list, in one pass over the events. With the index, the plain
+// system calls (core::Trace::plain_syscalls()) are not kept as slots: a
+// resume that catches system calls searches the index's stream from the
+// current position, a block of calls at a time. Only traces whose events
 // may carry notes have the capability (active()).
 //
 // Thread-safety: one thread at a time (the owning TraceTarget's).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,6 +34,7 @@
 
 #include "backstep/core/event_notes.h"
 #include "backstep/core/expected.h"
+#include "backstep/core/plain_syscalls.h"
 #include "backstep/core/search.h"
 #include "backstep/core/trace.h"
 #include "backstep/gdbstub/capabilities.h"
@@ -111,6 +116,15 @@ class SignalStops final : public Signals {
   static void Note(std::uint64_t n, core::ThreadId thread, core::EventNotes notes, Ending* found);
   // Whether a resume stops at `slot` (signals not passed, caught system calls).
   bool Stops(const Slot& slot) const;
+  // The first / last slot of a plain system call (not in Ending::slots: the
+  // index's stream) with key in (after, last] / [first, before) at which a
+  // resume stops, if any. Only when system calls are caught.
+  std::optional<Slot> NextPlainSlot(std::uint64_t after, std::uint64_t last);
+  std::optional<Slot> PrevPlainSlot(std::uint64_t before, std::uint64_t first);
+  // Block b of the stream, decoded (the last one is kept).
+  const std::vector<core::PlainSyscall>& PlainBlock(std::uint64_t b);
+  // A plain call's entry and return slots.
+  static std::array<Slot, 2> PlainSlots(const core::PlainSyscall& call);
 
   const core::Trace& trace_;
   ServedPosition& served_;
@@ -118,6 +132,11 @@ class SignalStops final : public Signals {
   std::vector<int> pass_signals_;
   std::optional<std::vector<std::uint64_t>> catch_syscalls_;
   std::optional<Slot> stop_slot_;  // of the last stop, when it was a slot
+  // The index's plain system calls (set by Scan when it reads the index's
+  // list; the slots of a decoding pass include every call).
+  std::optional<core::PlainSyscalls> plain_;
+  std::vector<core::PlainSyscall> plain_block_;
+  std::uint64_t plain_block_index_ = ~std::uint64_t(0);
 };
 
 }  // namespace backstep::gdbstub

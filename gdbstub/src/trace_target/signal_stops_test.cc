@@ -1,5 +1,6 @@
 // SignalStops on a recording: the stops come from the index's list of noted
-// events (core::Trace::noted_events()), without decoding the trace.
+// events (core::Trace::noted_events()) and its stream of plain system calls
+// (plain_syscalls()), without decoding the trace.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -17,6 +18,43 @@
 
 namespace backstep::gdbstub {
 namespace {
+
+// Every stop a forward continue meets with system calls `caught` (all when
+// empty) and no signal passed, in order, from a decoding pass (no index).
+std::vector<std::pair<std::uint64_t, StopReason>> DecodedStops(
+    const core::Trace& trace, const std::vector<std::uint64_t>& caught,
+    std::uint64_t* signal_at = nullptr) {
+  std::vector<std::pair<std::uint64_t, StopReason>> want;
+  auto reader = trace.NewReader();
+  EXPECT_TRUE(reader.ok());
+  if (!reader.ok()) return want;
+  core::Event event;
+  for (std::uint64_t n = 0;; ++n) {
+    auto more = (*reader)->Next(&event);
+    EXPECT_TRUE(more.ok());
+    if (!more.ok() || !*more) break;
+    const core::EventNotes notes = core::ReadEventNotes(event);
+    if (notes.signal > 0) {
+      want.emplace_back(n, StopReason(Signaled{notes.signal}));
+      if (signal_at != nullptr) *signal_at = n;
+    }
+    const auto number = static_cast<std::uint64_t>(notes.syscall);
+    if (notes.syscall >= 0 &&
+        (caught.empty() || std::find(caught.begin(), caught.end(), number) != caught.end())) {
+      want.emplace_back(n, StopReason(SyscallEntry{number}));
+      want.emplace_back(n + 1, StopReason(SyscallReturn{number}));
+    }
+  }
+  std::stable_sort(want.begin(), want.end(), [](const auto& a, const auto& b) {
+    const auto rank = [](const StopReason& r) {
+      return std::holds_alternative<SyscallReturn>(r) ? 0
+             : std::holds_alternative<Signaled>(r)    ? 1
+                                                      : 2;
+    };
+    return a.first != b.first ? a.first < b.first : rank(a.second) < rank(b.second);
+  });
+  return want;
+}
 
 class SignalStopsTest : public ::testing::Test {
  protected:
@@ -76,30 +114,10 @@ TEST_F(SignalStopsTest, SlotsComeFromTheIndexWithoutDecoding) {
     met.emplace_back((*slot)->position(), stops.StoppedAt(**slot));
   }
   EXPECT_EQ(*readers_, readers);
-  std::vector<std::pair<std::uint64_t, StopReason>> want;
   std::uint64_t signal_at = 0;
-  ASSERT_NE(trace_->noted_events(), nullptr);
-  for (const core::NotedEvent& e : *trace_->noted_events()) {
-    const core::EventNotes notes = core::ReadEventNotes(e.kind, e.description);
-    if (notes.signal > 0) {
-      want.emplace_back(e.event, StopReason(Signaled{notes.signal}));
-      signal_at = e.event;
-    }
-    if (notes.syscall >= 0) {
-      const auto number = static_cast<std::uint64_t>(notes.syscall);
-      want.emplace_back(e.event, StopReason(SyscallEntry{number}));
-      want.emplace_back(e.event + 1, StopReason(SyscallReturn{number}));
-    }
-  }
+  const std::vector<std::pair<std::uint64_t, StopReason>> want =
+      DecodedStops(*trace_, {}, &signal_at);
   ASSERT_EQ(want.size(), 9u);  // 4 system calls, each entered and returned; a signal
-  std::sort(want.begin(), want.end(), [](const auto& a, const auto& b) {
-    const auto rank = [](const StopReason& r) {
-      return std::holds_alternative<SyscallReturn>(r) ? 0
-             : std::holds_alternative<Signaled>(r)    ? 1
-                                                      : 2;
-    };
-    return a.first != b.first ? a.first < b.first : rank(a.second) < rank(b.second);
-  });
   EXPECT_EQ(met, want);
   EXPECT_GT(signal_at, 0u);
 
@@ -110,6 +128,61 @@ TEST_F(SignalStopsTest, SlotsComeFromTheIndexWithoutDecoding) {
   auto info = stops.SignalInfo();
   ASSERT_TRUE(info.ok()) << info.status().ToString();
   EXPECT_EQ(*info, std::vector<std::uint8_t>(128, 0x11));
+}
+
+// Thousands of system calls, most of them plain (the index's stream, not
+// slots): `catch syscall` stops at the same calls as a decoding pass finds,
+// forward from the start and backward from the end, for every call or a
+// few numbers, and the continues decode nothing.
+TEST_F(SignalStopsTest, CaughtPlainSystemCallsComeFromTheIndexStream) {
+  trace_.reset();
+  ASSERT_TRUE(core::testing::WriteSyscallStormRecording(path_, 1100).ok());
+  core::OpenOptions options;
+  options.cache_dir = ::testing::TempDir();
+  auto trace = core::Trace::Open(path_, options);
+  ASSERT_TRUE(trace.ok()) << trace.status().ToString();
+  trace_ = *trace;
+  ASSERT_TRUE(trace_->plain_syscalls().has_value());
+  ASSERT_GT(trace_->plain_syscalls()->block_count(), 3u);
+  const core::Position end(trace_->event_count());
+  for (const std::vector<std::uint64_t>& caught :
+       {std::vector<std::uint64_t>{}, std::vector<std::uint64_t>{39},
+        std::vector<std::uint64_t>{9, 1}}) {
+    const std::vector<std::pair<std::uint64_t, StopReason>> want = DecodedStops(*trace_, caught);
+    ASSERT_GT(want.size(), 20u);
+    auto cursor = trace_->NewCursor();
+    ASSERT_TRUE(cursor.ok());
+    ServedPosition served(trace_, std::move(*cursor), core::Position(0), end);
+    SignalStops stops(*trace_, served);
+    stops.CatchSyscalls(caught);
+    core::StopEvent edge;
+    edge.reason = core::StopEvent::Reason::kHistoryEnd;
+    // Forward: run control moves to each slot it is given.
+    std::vector<std::pair<std::uint64_t, StopReason>> met;
+    edge.position = end;
+    for (std::size_t guard = 0; guard <= want.size(); ++guard) {
+      auto slot = stops.SlotBefore(core::Direction::kForward, edge);
+      ASSERT_TRUE(slot.ok()) << slot.status().ToString();
+      if (!*slot) break;
+      ASSERT_TRUE(served.cursor().Seek(core::Position((*slot)->position())).ok());
+      met.emplace_back((*slot)->position(), stops.StoppedAt(**slot));
+    }
+    EXPECT_EQ(met, want) << caught.size();
+    // Backward from the end.
+    std::vector<std::pair<std::uint64_t, StopReason>> back;
+    stops.ClearStop();
+    ASSERT_TRUE(served.cursor().Seek(end).ok());
+    edge.position = core::Position(0);
+    for (std::size_t guard = 0; guard <= want.size(); ++guard) {
+      auto slot = stops.SlotBefore(core::Direction::kBackward, edge);
+      ASSERT_TRUE(slot.ok()) << slot.status().ToString();
+      if (!*slot) break;
+      ASSERT_TRUE(served.cursor().Seek(core::Position((*slot)->position())).ok());
+      back.emplace_back((*slot)->position(), stops.StoppedAt(**slot));
+    }
+    std::reverse(back.begin(), back.end());
+    EXPECT_EQ(back, want) << caught.size();
+  }
 }
 
 // Killed by SIGKILL: a forward continue at the end reports it.

@@ -13,13 +13,15 @@
 //
 // The index lists every event whose description carries notes or mapping
 // changes (DescribesNotes; docs/formats/index-format.md, "Noted events"):
-// Trace::noted_events() hands them out, so that their consumers (the gdb
-// stub's stops, the mapping timeline) do not decode the trace.
+// Trace::noted_events() hands them out, and Trace::plain_syscalls() the
+// plain system calls among them, so that their consumers (the gdb stub's
+// stops, the mapping timeline) do not decode the trace.
 //
 // Thread-safety: pure functions.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -53,9 +55,14 @@ EventNotes ReadEventNotes(EventKind kind, std::string_view description);
 // of ReadEventNotes' answer set) or a mapping change (ParseMappingChanges,
 // backstep/core/mappings.h): the events the index lists.
 bool DescribesNotes(EventKind kind, std::string_view description);
+// The system call's number when the event's only note is one system call
+// that returns (no signal, exit, exec or mapping change): a plain system
+// call, which the index keeps in its compact stream
+// (backstep/core/plain_syscalls.h) rather than as a noted event.
+std::optional<std::uint64_t> PlainSyscallNumber(EventKind kind, std::string_view description);
 
-// An event the index lists (DescribesNotes), as Trace::noted_events() hands
-// it out.
+// An event the index lists (DescribesNotes, not a plain system call), as
+// Trace::noted_events() hands it out.
 struct NotedEvent {
   std::uint64_t event = 0;  // its number: the state after it is position event + 1
   ThreadId thread;

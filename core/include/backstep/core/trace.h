@@ -23,6 +23,7 @@
 #include "backstep/core/event_notes.h"
 #include "backstep/core/expected.h"
 #include "backstep/core/open_options.h"
+#include "backstep/core/plain_syscalls.h"
 #include "backstep/core/progress.h"
 #include "backstep/core/trace_reader.h"
 #include "backstep/core/types.h"
@@ -76,12 +77,17 @@ class Trace {
   const MappingTimeline& mappings() const;
   // The events whose descriptions carry event notes or mapping changes
   // (backstep/core/event_notes.h: DescribesNotes), in trace order, as the
-  // index lists them: the mapping timeline and the gdb stub's stops read
-  // these instead of decoding the trace. nullptr when the index does not
+  // index lists them, except the plain system calls (plain_syscalls()): the
+  // mapping timeline and the gdb stub's stops read these instead of
+  // decoding the trace. nullptr when the index does not
   // list them (an index without the list; then those consumers decode every
   // event once). Made by the first call from the mapped index (no decoding);
   // thread-safe.
   const std::vector<NotedEvent>* noted_events() const;
+  // The plain system calls (backstep/core/plain_syscalls.h), which the
+  // index lists apart from noted_events(); nullopt exactly when
+  // noted_events() is nullptr. A view of the mapped index; thread-safe.
+  std::optional<PlainSyscalls> plain_syscalls() const;
 
  private:
   Trace() = default;

@@ -46,6 +46,13 @@ UsercornInstruction BareInstruction(Address pc);
 // instruction of its own.
 Status WriteNotesRecording(const std::string& path);
 
+// A recording at `path` of thread 1 making `calls` system calls, each by an
+// instruction of its own after 0-3 instructions without: numbers 0, 1 and
+// 39 in turn (read, write, getpid: plain system calls), every 100th call
+// an mmap instead (a noted event), and SIGSEGV delivered after call
+// calls / 2. The index keeps the plain ones in several blocks.
+Status WriteSyscallStormRecording(const std::string& path, int calls);
+
 // A written recording opened (its index in `cache_dir`) with a cursor at its
 // start.
 struct OpenedRecording {
