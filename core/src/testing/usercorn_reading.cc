@@ -70,15 +70,25 @@ std::string EventSummary(const Event& e) {
   return out;
 }
 
-Status WriteNotesRecording(const std::string& path) {
-  BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<UsercornRecordingWriter> writer,
-                            CreateUsercornRecording(path));
-  UsercornRecordingWriter& w = *writer;
+namespace {
+
+// Thread 1 of a program /bin/p (text at 0x400000, one stack page), at 0x400000.
+Status BeginSmallProgram(UsercornRecordingWriter& w) {
   const UsercornMapping text{0x400000, 0x2000,  kProtRead | kProtExec, 0x1000, 0x2000,
                              "/bin/p", "/bin/p"};
   const UsercornMapping stack{0x7ff000, 0x1000, kProtRead | kProtWrite, 0, 0, "[stack]", ""};
   const std::vector<UsercornMapping> initial{text, stack};
   BACKSTEP_RETURN_IF_ERROR(BeginBareRecording(w, initial, 0x400000));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status WriteNotesRecording(const std::string& path) {
+  BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<UsercornRecordingWriter> writer,
+                            CreateUsercornRecording(path));
+  UsercornRecordingWriter& w = *writer;
+  BACKSTEP_RETURN_IF_ERROR(BeginSmallProgram(w));
   const std::uint64_t args[6] = {};
   w.AppendInstruction(BareInstruction(0x400000));
   w.BeginSyscall(9, 0x600000, args);
@@ -110,11 +120,7 @@ Status WriteSyscallStormRecording(const std::string& path, int calls) {
   BACKSTEP_ASSIGN_OR_RETURN(std::unique_ptr<UsercornRecordingWriter> writer,
                             CreateUsercornRecording(path));
   UsercornRecordingWriter& w = *writer;
-  const UsercornMapping text{0x400000, 0x2000,  kProtRead | kProtExec, 0x1000, 0x2000,
-                             "/bin/p", "/bin/p"};
-  const UsercornMapping stack{0x7ff000, 0x1000, kProtRead | kProtWrite, 0, 0, "[stack]", ""};
-  const std::vector<UsercornMapping> initial{text, stack};
-  BACKSTEP_RETURN_IF_ERROR(BeginBareRecording(w, initial, 0x400000));
+  BACKSTEP_RETURN_IF_ERROR(BeginSmallProgram(w));
   const std::uint64_t args[6] = {3, 0x7ff000, 16};
   const std::uint32_t numbers[3] = {0, 1, 39};
   for (int i = 0; i < calls; ++i) {

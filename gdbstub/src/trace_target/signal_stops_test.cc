@@ -139,6 +139,7 @@ TEST_F(SignalStopsTest, CaughtPlainSystemCallsComeFromTheIndexStream) {
   ASSERT_TRUE(core::testing::WriteSyscallStormRecording(path_, 1100).ok());
   core::OpenOptions options;
   options.cache_dir = ::testing::TempDir();
+  options.keyframe_interval = 64;  // each stop's seek replays few events
   auto trace = core::Trace::Open(path_, options);
   ASSERT_TRUE(trace.ok()) << trace.status().ToString();
   trace_ = *trace;
@@ -155,31 +156,27 @@ TEST_F(SignalStopsTest, CaughtPlainSystemCallsComeFromTheIndexStream) {
     ServedPosition served(trace_, std::move(*cursor), core::Position(0), end);
     SignalStops stops(*trace_, served);
     stops.CatchSyscalls(caught);
-    core::StopEvent edge;
-    edge.reason = core::StopEvent::Reason::kHistoryEnd;
-    // Forward: run control moves to each slot it is given.
-    std::vector<std::pair<std::uint64_t, StopReason>> met;
-    edge.position = end;
-    for (std::size_t guard = 0; guard <= want.size(); ++guard) {
-      auto slot = stops.SlotBefore(core::Direction::kForward, edge);
-      ASSERT_TRUE(slot.ok()) << slot.status().ToString();
-      if (!*slot) break;
-      ASSERT_TRUE(served.cursor().Seek(core::Position((*slot)->position())).ok());
-      met.emplace_back((*slot)->position(), stops.StoppedAt(**slot));
-    }
-    EXPECT_EQ(met, want) << caught.size();
+    // Every slot a continue to `to` meets, run control moving to each.
+    auto run = [&](core::Direction direction, core::Position to) {
+      std::vector<std::pair<std::uint64_t, StopReason>> met;
+      core::StopEvent edge;
+      edge.reason = core::StopEvent::Reason::kHistoryEnd;
+      edge.position = to;
+      for (std::size_t guard = 0; guard <= want.size(); ++guard) {
+        auto slot = stops.SlotBefore(direction, edge);
+        EXPECT_TRUE(slot.ok()) << slot.status().ToString();
+        if (!slot.ok() || !*slot) break;
+        EXPECT_TRUE(served.cursor().Seek(core::Position((*slot)->position())).ok());
+        met.emplace_back((*slot)->position(), stops.StoppedAt(**slot));
+      }
+      return met;
+    };
+    EXPECT_EQ(run(core::Direction::kForward, end), want) << caught.size();
     // Backward from the end.
-    std::vector<std::pair<std::uint64_t, StopReason>> back;
     stops.ClearStop();
     ASSERT_TRUE(served.cursor().Seek(end).ok());
-    edge.position = core::Position(0);
-    for (std::size_t guard = 0; guard <= want.size(); ++guard) {
-      auto slot = stops.SlotBefore(core::Direction::kBackward, edge);
-      ASSERT_TRUE(slot.ok()) << slot.status().ToString();
-      if (!*slot) break;
-      ASSERT_TRUE(served.cursor().Seek(core::Position((*slot)->position())).ok());
-      back.emplace_back((*slot)->position(), stops.StoppedAt(**slot));
-    }
+    std::vector<std::pair<std::uint64_t, StopReason>> back =
+        run(core::Direction::kBackward, core::Position(0));
     std::reverse(back.begin(), back.end());
     EXPECT_EQ(back, want) << caught.size();
   }
