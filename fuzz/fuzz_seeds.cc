@@ -202,6 +202,12 @@ bool SeedNativeLog(const fs::path& dir) {
   }
   log.syscalls[1].signal_after = 10;
   log.syscalls[1].siginfo.assign(128, 1);
+  // A file mmap with the file it mapped.
+  backstep::record::LoggedSyscall& mmap = log.syscalls.emplace_back();
+  mmap.entry.orig_rax = 9;
+  mmap.entry.rsi = 0x2000;
+  mmap.exit.rax = 0x7ffff7dd0000u;
+  mmap.mapped = backstep::record::LoggedFileMapping{"/usr/lib/x86_64-linux-gnu/libc.so.6", 0x1000};
   log.rdtsc = {1, 2, 3};
   log.snapshots.push_back({2, "x.nlog.snap0"});
   const fs::path path = dir / "one.nlog";

@@ -1,9 +1,11 @@
 #include "recorder/native/native_log.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "recorder/native/native_io.h"
 
@@ -12,7 +14,7 @@ extern char** environ;
 namespace backstep::record {
 namespace {
 
-constexpr char kMagic[8] = {'B', 'S', 'N', 'L', 'O', 'G', '0', '1'};
+constexpr char kMagic[8] = {'B', 'S', 'N', 'L', 'O', 'G', '0', '2'};
 
 }  // namespace
 
@@ -44,6 +46,11 @@ core::Status WriteNativeLog(const NativeLog& log, const std::string& path) {
       w.U64(lw.address);
       w.Bytes(lw.bytes);
     }
+    w.U64(s.mapped ? 1 : 0);
+    if (s.mapped) {
+      w.String(s.mapped->path);
+      w.U64(s.mapped->offset);
+    }
   }
   w.U64(log.rdtsc.size());
   for (std::uint64_t t : log.rdtsc) w.U64(t);
@@ -68,6 +75,10 @@ core::Expected<NativeLog> ParseNativeLog(std::span<const std::uint8_t> data,
                                          const std::string& path) {
   Reader r(data.data(), data.size(), "native log " + path);
   if (!r.Magic(kMagic)) {
+    if (data.size() >= 8 && std::memcmp(data.data(), "BSNLOG01", 8) == 0)
+      return core::Status::Corruption("native log " + path +
+                                      ": an older version's log (BSNLOG01, without the files "
+                                      "mmap mapped): record the program again");
     return core::Status::Corruption("native log " + path +
                                     ": not a backstep native log (bad magic)");
   }
@@ -88,7 +99,7 @@ core::Expected<NativeLog> ParseNativeLog(std::span<const std::uint8_t> data,
     r.String(&f.path);
     for (std::uint64_t* v : {&f.device, &f.inode, &f.size, &f.mtime_ns}) *v = r.U64();
   }
-  log.syscalls.resize(r.Count(2 * sizeof(user_regs_struct) + 24));
+  log.syscalls.resize(r.Count(2 * sizeof(user_regs_struct) + 32));
   for (LoggedSyscall& s : log.syscalls) {
     r.Raw(&s.entry, sizeof s.entry);
     r.Raw(&s.exit, sizeof s.exit);
@@ -99,6 +110,17 @@ core::Expected<NativeLog> ParseNativeLog(std::span<const std::uint8_t> data,
     for (LoggedWrite& lw : s.writes) {
       lw.address = r.U64();
       r.Bytes(&lw.bytes);
+    }
+    const std::uint64_t mapped = r.Count(16);
+    if (r.ok() && mapped > 1) r.Fail("bad mapped-file count " + std::to_string(mapped));
+    if (r.ok() && mapped == 1) {
+      LoggedFileMapping& m = s.mapped.emplace();
+      r.String(&m.path);
+      m.offset = r.U64();
+      // A file's path, only for a successful mmap.
+      if (r.ok() &&
+          (m.path.empty() || s.entry.orig_rax != SYS_mmap || s.exit.rax > ~std::uint64_t{4095}))
+        r.Fail("bad mapped file");
     }
   }
   log.rdtsc.resize(r.Count(8));

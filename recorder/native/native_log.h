@@ -6,11 +6,13 @@
 // saw; AT_RANDOM's bytes; its environment; and, to refuse a materialization
 // that would diverge, the working directory and the files mapped at exec.
 //
-// File format (little-endian, written atomically): "BSNLOG01", then the
+// File format (little-endian, written atomically): "BSNLOG02", then the
 // header fields and the records in the order of the struct below, strings
 // and arrays prefixed by a u64 count (the snapshots: u64 system call, file
-// name). ReadNativeLog() checks every count
-// against the file's size: a damaged log is an error naming the offset.
+// name; a system call's `mapped`: a count of 0 or 1, then the path and the
+// u64 offset). ReadNativeLog() checks every count against the file's size:
+// a damaged log is an error naming the offset. "BSNLOG01" (before
+// LoggedSyscall::mapped) is refused as not a log of this version.
 //
 // Thread-safety: plain data.
 #pragma once
@@ -19,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -33,12 +36,25 @@ struct LoggedWrite {
   std::vector<std::uint8_t> bytes;
 };
 
+// The file a successful mmap of a file mapped, as /proc/PID/maps named it
+// at the returned address right after the call: its path and the file
+// offset there. Materialization maps anonymous memory instead and gives
+// the trace these (mapping_names.h).
+struct LoggedFileMapping {
+  std::string path;
+  std::uint64_t offset = 0;
+  bool operator==(const LoggedFileMapping&) const = default;
+};
+
 struct LoggedSyscall {
   user_regs_struct entry{};           // at the seccomp stop: orig_rax is the number
   user_regs_struct exit{};            // after it (rax: the result)
   std::vector<LoggedWrite> writes;    // what the kernel wrote (new mappings: their contents)
   int signal_after = 0;               // a held signal delivered when it returned (0: none)
   std::vector<std::uint8_t> siginfo;  // signal_after's siginfo_t (128 bytes) as delivered
+  // A file mmap's file (none for other calls, and for one /proc/PID/maps
+  // shows as anonymous memory: a private mapping of /dev/zero).
+  std::optional<LoggedFileMapping> mapped;
 };
 
 // A file mapped at exec (the executable, ld.so): materialization maps it

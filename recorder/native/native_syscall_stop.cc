@@ -18,6 +18,21 @@ namespace {
 
 constexpr std::uint64_t kPage = 4096;
 
+// After a successful file mmap `call`: the file /proc/PID/maps names at the
+// address it returned and the offset there, into call->mapped (nothing
+// when the kernel shows anonymous memory there).
+core::Status LogMappedFile(const Tracee& tracee, LoggedSyscall* call) {
+  const std::uint64_t address = call->exit.rax;
+  core::Expected<std::vector<Mapping>> maps = tracee.ReadMaps();
+  if (!maps.ok()) return maps.status();
+  for (const Mapping& m : *maps) {
+    if (address < m.start || address >= m.end()) continue;
+    if (!m.name.empty()) call->mapped = {m.name, m.file_offset + (address - m.start)};
+    break;
+  }
+  return core::Status::Ok();
+}
+
 }  // namespace
 
 void NativeSession::CollectWrites(LoggedSyscall* call, bool full_diff) {
@@ -197,6 +212,9 @@ core::Status NativeSession::OnSyscall() {
   // unless a handler runs; logged only with that signal.
   if (RestartsSyscall(call.exit.rax) && !pending_at_exit_) return core::Status::Ok();
   CollectWrites(&call, full_diff);
+  if (nr == kSysMmap && succeeded && !(e.r10 & MAP_ANONYMOUS)) {
+    if (core::Status s = LogMappedFile(tracee_, &call); !s.ok()) return s;
+  }
   if (succeeded && new_action_) signals_.actions[new_action_->first] = new_action_->second;
   if (succeeded && !new_altstack_.empty()) signals_.altstack = new_altstack_;
   const user_regs_struct entry = call.entry;
