@@ -29,6 +29,7 @@ const Mapping* Covering(const std::vector<Mapping>& maps, core::Address a) {
 core::Status AddressSpace::Init(const Tracee& tracee) {
   core::Expected<std::vector<Mapping>> maps = tracee.ReadMaps();
   if (!maps.ok()) return maps.status();
+  if (rename_) rename_(&*maps);
   maps_ = std::move(*maps);
   shadow_.clear();
   for (const Mapping& m : maps_) {
@@ -148,6 +149,7 @@ core::Status AddressSpace::Update(const Tracee& tracee, std::span<const Range> f
                                   MapChanges* changes) {
   core::Expected<std::vector<Mapping>> next = tracee.ReadMaps();
   if (!next.ok()) return next.status();
+  if (rename_) rename_(&*next);
   const std::vector<Mapping>& old_maps = maps_;
   const std::vector<Mapping>& new_maps = *next;
   // Elementary segments between every boundary of either list.

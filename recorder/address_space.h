@@ -17,7 +17,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "backstep/core/event.h"
@@ -60,6 +62,10 @@ class AddressSpace {
   // shadowed nor diffed, by Init() nor by Update() (a mapping of the
   // program merged with one of them included).
   void Skip(core::Address start, std::uint64_t size) { skipped_.push_back({start, size, false}); }
+  // Set: applied to every read of the tracee's maps (Init, Update) before
+  // anything uses them (the native engine's materialization names there
+  // the anonymous memory that stands for a file mapping: mapping_names.h).
+  void SetRename(std::function<void(std::vector<Mapping>*)> rename) { rename_ = std::move(rename); }
 
  private:
   // Neither shadowed nor diffed: vvar and vsyscall, and what Skip() named.
@@ -70,6 +76,7 @@ class AddressSpace {
   std::map<core::Address, std::vector<std::uint8_t>> shadow_;  // by start; writable maps
   std::vector<std::uint8_t> scratch_;
   std::vector<Range> skipped_;
+  std::function<void(std::vector<Mapping>*)> rename_;
 };
 
 }  // namespace backstep::record

@@ -62,6 +62,7 @@
 #include "recorder/given_answers.h"
 #include "recorder/recorder.h"
 #include "recorder/recording_sink.h"
+#include "recorder/tracee.h"
 
 namespace backstep::record {
 
@@ -117,6 +118,11 @@ struct EmuOptions {
   // recording); the recording starts there (the vDSO is not hidden again,
   // at_random is not placed).
   std::function<core::Status(Tracee&)> restore;
+  // Set: renames the tracee's mappings wherever the engine reads them
+  // (AddressSpace::SetRename), before they are compared or recorded: the
+  // files a native recording mapped, which materialization maps as
+  // anonymous memory (recorder/native/mapping_names.h).
+  std::function<void(std::vector<Mapping>*)> name_mappings;
 };
 
 // False when backstep was built without Unicorn (libunicorn-dev).

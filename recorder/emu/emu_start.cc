@@ -39,6 +39,7 @@ core::Status EmuSession::Start() {
   if (emu_.restore) {
     if (core::Status s = emu_.restore(tracee_); !s.ok()) return s;
   }
+  if (emu_.name_mappings) space_.SetRename(emu_.name_mappings);
   InitialState initial;
   if (core::Status s =
           ReadInitialState(tracee_, layout_, /*hide_vdso=*/!emu_.restore, &space_, &initial);

@@ -20,6 +20,7 @@ extern char** environ;
 #include "backstep/core/hex.h"
 #include "recorder/emu/emu_recorder.h"
 #include "recorder/native/interval.h"
+#include "recorder/native/mapping_names.h"
 #include "recorder/native/snapshot.h"
 #include "recorder/signal_disposition.h"
 #include "recorder/syscall_effects.h"
@@ -93,9 +94,16 @@ class LogAnswerer : public SyscallSource {
   // program's end). A snapshot after the log's last call (a program that
   // computes, then crashes) makes limit the log's size for the interval
   // before the last one: it still stops there.
-  LogAnswerer(const NativeLog& log, CountingSink& sink, std::size_t first, std::size_t limit,
-              bool last, std::string where)
-      : log_(log), sink_(sink), next_(first), limit_(limit), last_(last), where_(std::move(where)) {
+  // `names`: follows the mapping calls that run (mapping_names.h).
+  LogAnswerer(const NativeLog& log, CountingSink& sink, MappingNames& names, std::size_t first,
+              std::size_t limit, bool last, std::string where)
+      : log_(log),
+        sink_(sink),
+        names_(names),
+        next_(first),
+        limit_(limit),
+        last_(last),
+        where_(std::move(where)) {
     SkipRseq();
   }
 
@@ -124,6 +132,7 @@ class LogAnswerer : public SyscallSource {
 
   const NativeLog& log_;
   CountingSink& sink_;
+  MappingNames& names_;
   std::size_t next_ = 0;
   const std::size_t limit_;
   const bool last_;
@@ -210,6 +219,8 @@ core::Expected<Stop> LogAnswerer::Answer(Tracee& tracee, const user_regs_struct&
                           " in the emulation, " + core::HexU64(result) + " in the log",
                       next_ - 1);
     }
+    // Before the engine reads the maps this call changed.
+    names_.Follow(logged);
     if (nr == SYS_mmap) {
       after.rdi = regs.rdi, after.r10 = regs.r10, after.r8 = regs.r8, after.r9 = regs.r9;
       if (core::Status s = tracee.SetRegs(after); !s.ok()) return s;
@@ -339,7 +350,11 @@ core::Expected<RecordResult> MaterializeInterval(const NativeLog& log, const Int
   }
   CountingSink counting(sink, interval.cut);
   const std::size_t limit = interval.last ? log.syscalls.size() : interval.limit;
-  LogAnswerer answerer(log, counting, interval.first, limit, interval.last, interval.where);
+  // The files mapped before the interval (those a snapshot's process has
+  // mapped as anonymous memory), then as its calls map them.
+  MappingNames names = MappingNames::After(log, interval.first);
+  emu.name_mappings = [&names](std::vector<Mapping>* maps) { names.Rename(maps); };
+  LogAnswerer answerer(log, counting, names, interval.first, limit, interval.last, interval.where);
   emu.syscalls = &answerer;
   RecordOptions options;
   options.spawn.argv = log.argv;

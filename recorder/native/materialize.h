@@ -11,10 +11,11 @@
 // be the recording's (checked first). System calls whose effect lives in
 // the process's kernel state run for real in the emu engine's tracee and
 // must return what they returned natively: mmap (a file mapping becomes an
-// anonymous one at the same address, filled with the logged contents),
-// munmap, mprotect, brk, mremap, madvise, arch_prctl, rt_sigaction,
-// rt_sigprocmask, sigaltstack, rt_sigreturn, exit, exit_group. Every other
-// one is answered: its logged result and memory writes.
+// anonymous one at the same address, filled with the logged contents, which
+// the trace names as the logged file: mapping_names.h), munmap, mprotect,
+// brk, mremap, madvise, arch_prctl, rt_sigaction, rt_sigprocmask,
+// sigaltstack, rt_sigreturn, exit, exit_group. Every other one is answered:
+// its logged result and memory writes.
 //
 // Divergence is never silent: at every system call the emulated registers
 // (rax is the number; every GPR but rcx and r11, which `syscall` itself
