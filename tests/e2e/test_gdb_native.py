@@ -8,6 +8,12 @@ with reverse-continue/continue. Both recordings give the same stops, values
 and pcs (glibc's code paths may differ: without CPUID faulting the native
 engine steers glibc to its SSE paths, so event counts are not compared).
 
+The PIE build (ld.so maps libc during the run), recorded the same two ways:
+with gdb's default sysroot (target:), `info sharedlibrary` shows libc read
+with its symbols from the file the stub serves by the name the trace gives
+its mappings (no "Permission denied"), and `info proc mappings` names every
+file mapping with the same permissions and offsets in both recordings.
+
 Run by ctest:
   /usr/bin/python3 test_gdb_native.py --backstep BIN --make-example BIN --programs DIR
 """
@@ -26,9 +32,9 @@ L = recorded.LINES
 WHEN = "monitor when"
 
 
-def record(env, engine):
-    program = os.path.join(PROGRAMS, "scenario_O0_static")
-    path = os.path.join(env.dir, "scenario_O0_static.%s.ucir" % engine)
+def record(env, engine, variant="O0_static"):
+    program = os.path.join(PROGRAMS, "scenario_" + variant)
+    path = os.path.join(env.dir, "scenario_%s.%s.ucir" % (variant, engine))
     extra = ["--no-vdso"] if engine == "ptrace" else []
     out = util.run([env.backstep, "record", "--engine", engine] + extra +
                    ["-o", path, "--", program])
@@ -87,6 +93,36 @@ class NativeRecording(unittest.TestCase):
         self.assertEqual(stops(native), [(135, 118), (118, 108), (108, 118), (118, 135), (135, 35)],
                          native)
         self.assertEqual(stops(native), stops(ptrace), ptrace)
+
+
+class NativeSharedLibraries(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.env = util.Env.from_argv()
+        cls.native = record(cls.env, "native", "O0_pie")
+        cls.ptrace = record(cls.env, "ptrace", "O0_pie")
+
+    def gdb(self, trace, commands):
+        with util.Server(self.env, trace) as server:
+            return util.run(gdb_argv(commands, server.address()), check=False)
+
+    @staticmethod
+    def file_mappings(out):
+        """(offset, permissions, file) of each file line of `info proc mappings`."""
+        return sorted(re.findall(r"^\s*0x[0-9a-f]+\s+0x[0-9a-f]+\s+0x[0-9a-f]+\s+(0x[0-9a-f]+)\s+"
+                                 r"([r-][w-][x-][ps])\s+(/\S+)$", out, re.M))
+
+    def test_libc_is_loaded_with_symbols(self):
+        commands = ["break scenario.c:%d" % L["counter-final"], "continue", "info sharedlibrary",
+                    "info proc mappings"]
+        native = self.gdb(self.native, commands)
+        self.assertNotIn("Permission denied", native)
+        util.expect(self, r"^0x[0-9a-f]+\s+0x[0-9a-f]+\s+Yes( \(\*\))?\s+(target:)?\S*/libc\.so\.6$",
+                    native)
+        files = self.file_mappings(native)
+        self.assertTrue(any(name.endswith("/libc.so.6") and offset != "0x0"
+                            for offset, _, name in files), native)
+        self.assertEqual(files, self.file_mappings(self.gdb(self.ptrace, commands)), native)
 
 
 if __name__ == "__main__":
