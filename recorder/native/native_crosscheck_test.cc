@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "recorder/crosscheck_test_util.h"
+#include "recorder/native/native_crosscheck_util.h"
 #include "recorder/native/native_test_util.h"
 #include "recorder/native/one_cpu.h"
 #include "recorder/trace_compare_test_util.h"
@@ -38,25 +39,10 @@ class NativePtraceCrossCheck : public ::testing::TestWithParam<CrossCheckCase> {
 TEST_P(NativePtraceCrossCheck, MaterializedTraceEqualsPtraceTrace) {
   const std::string base = ::testing::TempDir() + "/" + GetParam().name + ".native-check";
   const std::string log_path = base + ".nlog", materialized = base + ".materialized.ucir";
-  // CPUID as the native engine sees it here: the portable table when the
-  // CPU can make it fault, else this CPU's (the first this process may use,
-  // where the native engine pins the program).
-  const NativeLog::Cpuid cpuid =
-      CpuidFaultingAvailable() ? NativeLog::Cpuid::kPortable : NativeLog::Cpuid::kHost;
+  const NativeLog::Cpuid cpuid = test_util::NativeCpuid();
   test_util::Recording ptrace_rec;
   ptrace_rec.path = base + ".ptrace.ucir";
-  test_util::RecordInNewPidNamespace(
-      GetParam(), "ptrace",
-      [&](RecordOptions& options, RecordingSink& sink) -> core::Expected<RecordResult> {
-        options.reads = false;  // materialization records none
-        options.portable_cpuid = cpuid == NativeLog::Cpuid::kPortable;
-        // On the CPU the native engine pins the program to, in either mode
-        // (sched_getaffinity's answer is the same).
-        if (core::Status s = PinToCpu(0, FirstAllowedCpu()); !s.ok()) return s;
-        const ProgramEnvironment environment(cpuid);
-        return Record(options, sink);
-      },
-      &ptrace_rec);
+  test_util::RecordWithPtraceAsNative(GetParam(), cpuid, &ptrace_rec);
   if (HasFatalFailure()) return;
   // The inputs that differ between two runs: the native run gets the ptrace run's.
   NativeOptions given;

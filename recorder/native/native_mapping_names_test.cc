@@ -25,6 +25,7 @@
 #include "backstep/core/trace.h"
 #include "recorder/crosscheck_test_util.h"
 #include "recorder/native/mapping_names.h"
+#include "recorder/native/native_crosscheck_util.h"
 #include "recorder/native/native_test_util.h"
 #include "recorder/native/one_cpu.h"
 
@@ -122,20 +123,10 @@ TEST(NativeMappingNames, FileMappingsAreNamedAsByThePtraceEngine) {
                     joined = base + ".joined.ucir";
   // The ptrace engine's recording, with what the native run needs to be
   // the same run (native_crosscheck_test.cc).
-  const NativeLog::Cpuid cpuid =
-      CpuidFaultingAvailable() ? NativeLog::Cpuid::kPortable : NativeLog::Cpuid::kHost;
+  const NativeLog::Cpuid cpuid = test_util::NativeCpuid();
   test_util::Recording ptrace_rec;
   ptrace_rec.path = base + ".ptrace.ucir";
-  test_util::RecordInNewPidNamespace(
-      program, "ptrace",
-      [&](RecordOptions& options, RecordingSink& sink) -> core::Expected<RecordResult> {
-        options.reads = false;
-        options.portable_cpuid = cpuid == NativeLog::Cpuid::kPortable;
-        if (core::Status s = PinToCpu(0, FirstAllowedCpu()); !s.ok()) return s;
-        const ProgramEnvironment environment(cpuid);
-        return Record(options, sink);
-      },
-      &ptrace_rec);
+  test_util::RecordWithPtraceAsNative(program, cpuid, &ptrace_rec);
   if (HasFatalFailure()) return;
   NativeOptions given;
   test_util::GiveRecordedInputs(ptrace_rec.path, &given);
