@@ -6,7 +6,6 @@
 
 #include <gtest/gtest.h>
 
-
 #include "recorder/crosscheck_test_util.h"
 #include "recorder/native/native_recorder.h"
 #include "recorder/native/one_cpu.h"
