@@ -260,10 +260,10 @@ void IndexPartBuilder::IndexEvent(const Event& e, std::uint64_t event) {
   if (!e.registers.empty()) t.dirty = true;
   for (std::size_t i = 0; i < e.writes.size(); ++i)
     AddAccess(writes_, event, e.writes[i], false, i);
-  if (e.description.empty()) return;
-  if (const std::optional<std::uint64_t> number = PlainSyscallNumber(e.kind, e.description)) {
-    plain_syscalls_.Add({event, e.thread, *number});
-  } else if (DescribesNotes(e.kind, e.description)) {
+  const IndexedNotes notes = ClassifyNotes(e.kind, e.description);
+  if (notes.plain_syscall) {
+    plain_syscalls_.Add({event, e.thread, *notes.plain_syscall});
+  } else if (notes.noted) {
     notes_.push_back({event, e.thread.value, static_cast<std::uint32_t>(e.kind),
                       static_cast<std::uint32_t>(e.description.size()), note_text_.size()});
     note_text_ += e.description;

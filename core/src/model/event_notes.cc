@@ -50,25 +50,28 @@ EventNotes ReadEventNotes(const Event& event) {
   return ReadEventNotes(event.kind, event.description);
 }
 
-bool DescribesNotes(EventKind kind, std::string_view description) {
-  if (description.empty()) return false;
+IndexedNotes ClassifyNotes(EventKind kind, std::string_view description) {
+  IndexedNotes out;
+  if (description.empty()) return out;
   const EventNotes notes = ReadEventNotes(kind, description);
-  if (notes.signal != 0 || notes.killed_by != 0 || notes.syscall != -1 || notes.exit_status != -1 ||
-      notes.exits || !notes.siginfo.empty() || notes.execs) {
-    return true;
+  const bool other = notes.signal != 0 || notes.killed_by != 0 || notes.exit_status != -1 ||
+                     notes.exits || !notes.siginfo.empty() || notes.execs ||
+                     !ParseMappingChanges(description).empty();
+  if (!other && notes.syscall >= 0) {
+    out.plain_syscall = static_cast<std::uint64_t>(notes.syscall);
+  } else {
+    out.noted = other || notes.syscall != -1;
   }
-  return !ParseMappingChanges(description).empty();
+  return out;
+}
+
+bool DescribesNotes(EventKind kind, std::string_view description) {
+  const IndexedNotes c = ClassifyNotes(kind, description);
+  return c.noted || c.plain_syscall.has_value();
 }
 
 std::optional<std::uint64_t> PlainSyscallNumber(EventKind kind, std::string_view description) {
-  if (description.empty()) return std::nullopt;
-  const EventNotes notes = ReadEventNotes(kind, description);
-  if (notes.syscall < 0 || notes.exit_status != -1 || notes.signal != 0 || notes.killed_by != 0 ||
-      notes.exits || !notes.siginfo.empty() || notes.execs ||
-      !ParseMappingChanges(description).empty()) {
-    return std::nullopt;
-  }
-  return static_cast<std::uint64_t>(notes.syscall);
+  return ClassifyNotes(kind, description).plain_syscall;
 }
 
 EventNotes ReadEventNotes(EventKind kind, std::string_view description) {

@@ -60,6 +60,14 @@ bool DescribesNotes(EventKind kind, std::string_view description);
 // call, which the index keeps in its compact stream
 // (backstep/core/plain_syscalls.h) rather than as a noted event.
 std::optional<std::uint64_t> PlainSyscallNumber(EventKind kind, std::string_view description);
+// Both answers from one parse (the index builder's, per event): a plain
+// system call's number, or `noted` for every other event DescribesNotes
+// is true of; neither for an event without notes.
+struct IndexedNotes {
+  bool noted = false;
+  std::optional<std::uint64_t> plain_syscall;
+};
+IndexedNotes ClassifyNotes(EventKind kind, std::string_view description);
 
 // An event the index lists (DescribesNotes, not a plain system call), as
 // Trace::noted_events() hands it out.
