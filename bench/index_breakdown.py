@@ -4,7 +4,7 @@
 Usage: bench/index_breakdown.py INDEX [TRACE]
 
 Reads the file as docs/formats/index-format.md describes it (versions 3
-to 9), independently of the C++ reader: header, directory tables, the noted
+to 10), independently of the C++ reader: header, directory tables, the noted
 events and plain system calls, keyframe ref arrays, register records, and per segment the pc index (records, skip
 records, postings) and the three access lists (page records, block
 records, entry bytes split into headers, inline data and references, page
@@ -46,6 +46,27 @@ class Breakdown:
 
     def u64s(self, offset, n):
         return struct.unpack_from("<%dQ" % n, self.data, offset)
+
+
+def full_records(b, info, starts):
+    """Adds the full register records that the chains from `starts` reach."""
+    seen, full = set(), set()
+    for offset in starts:
+        while offset not in seen:
+            seen.add(offset)
+            kind, count = struct.unpack_from("<2I", b.data, offset)
+            if kind == 0:
+                full.add((offset, count))
+                break
+            offset = b.u64s(offset + 8, 1)[0]
+    storage_words = (info["storage"] + 7) // 8
+    size = 0
+    for _, count in full:
+        if info["version"] >= 10:  # the non-zero words and a bitmap
+            size += 16 + 8 * ((storage_words + 63) // 64 + count + info["known_words"])
+        else:
+            size += 16 + 8 * (storage_words + info["known_words"])
+    b.add("register records: full", size, len(full))
 
 
 def directory(b):
@@ -232,16 +253,19 @@ def breakdown(path):
     b.add("thread run lists", runs_lists)
     kf_offset = info["dir_offset"] + info["dir_record"] + 48 * info["threads"] + 16 * info["runs"]
     refs = 0
+    records = [b.u64s(off + 48 * t + 16, 1)[0] for t in range(info["threads"])]
     for k in range(info["keyframes"]):
-        _, _, _, ref_count = b.u64s(kf_offset + 32 * k, 4)
+        _, _, refs_offset, ref_count = b.u64s(kf_offset + 32 * k, 4)
         refs += 16 * ref_count
+        records += [b.u64s(refs_offset + 16 * r + 8, 1)[0] for r in range(ref_count)]
     b.add("keyframe ref arrays", refs, info["keyframes"])
+    full_records(b, info, records)
     seg_offset = (kf_offset + 32 * info["keyframes"] + 8 * info["memory_clears"] +
                   16 * info["register_clears"])
     for s in range(info["segments"]):
         segment_lists(b, info, seg_offset + 80 * s)
     accounted = sum(b.sizes.values())
-    b.add("register records, padding (the rest)", len(data) - accounted)
+    b.add("register records: deltas, padding (the rest)", len(data) - accounted)
     return info, b
 
 

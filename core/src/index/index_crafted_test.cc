@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "backstep/core/plain_syscalls.h"
 #include "backstep/core/register_file.h"
 #include "backstep/testing/index_fuzz.h"
+#include "index/full_register_record.h"
 #include "index/trace_index.h"
 #include "util/hex.h"
 
@@ -117,6 +119,73 @@ TEST(CraftedIndexTest, RegisterLayoutMustBeTheArchitectures) {
   std::vector<RegisterFile> files((*index)->thread_count(), RegisterFile(X86_64()));
   (*index)->RestoreKeyframe(0, files);
   for (const RegisterFile& f : files) EXPECT_FALSE(f.known(X86_64().pc()));
+}
+
+// The full record the first keyframe with a known pc restores from, with
+// the keyframe's index and the record's offset.
+struct FullRecordAt {
+  std::uint64_t keyframe, offset;
+};
+std::optional<FullRecordAt> FirstFullRecordWithWords(const std::vector<std::uint8_t>& bytes) {
+  const Layout l = LayoutOf(bytes);
+  for (std::uint64_t k = 0; k < l.dir.keyframe_count; ++k) {
+    const auto kf =
+        LoadRecord<KeyframeRecord>(bytes.data() + l.keyframes + k * sizeof(KeyframeRecord));
+    if (kf.ref_count == 0) continue;
+    std::uint64_t at = LoadRecord<RefRecord>(bytes.data() + kf.refs_offset).record_offset;
+    auto h = LoadRecord<RegisterRecordHeader>(bytes.data() + at);
+    while (h.kind == kDeltaRecord)
+      at = h.prev, h = LoadRecord<RegisterRecordHeader>(bytes.data() + at);
+    if (h.count > 0) return FullRecordAt{k, at};
+  }
+  return std::nullopt;
+}
+
+bool RestoresPc(std::vector<std::uint8_t> bytes, std::uint64_t keyframe) {
+  SealIndex(bytes);
+  auto owned = std::make_shared<std::vector<std::uint8_t>>(std::move(bytes));
+  auto index = TraceIndex::Open(owned, *owned, {});
+  EXPECT_TRUE(index.ok()) << index.status().ToString();
+  if (!index.ok()) return false;
+  std::vector<RegisterFile> files((*index)->thread_count(), RegisterFile(X86_64()));
+  (*index)->RestoreKeyframe(keyframe, files);
+  return files.at(0).known(X86_64().pc());
+}
+
+TEST(CraftedIndexTest, DamagedFullRegisterRecordsLeaveTheRegistersUnknown) {
+  const std::vector<std::uint8_t> good = IndexSeedFiles().at(0);
+  const auto full = FirstFullRecordWithWords(good);
+  ASSERT_TRUE(full.has_value());
+  ASSERT_TRUE(RestoresPc(good, full->keyframe));
+  const auto h = LoadRecord<RegisterRecordHeader>(good.data() + full->offset);
+  const std::uint64_t storage = LayoutOf(good).dir.register_storage_size;
+  const std::uint64_t bitmap = full->offset + sizeof(RegisterRecordHeader);
+  const std::uint64_t last_bitmap_word = bitmap + 8 * (FullRecordBitmapWords(storage) - 1);
+  const std::uint64_t bits_in_last = FullRecordStorageWords(storage) % 64;
+  ASSERT_NE(bits_in_last, 0u);  // x86-64: 415 words, 31 in the last bitmap word
+  struct Case {
+    const char* what;
+    std::uint64_t at;
+    std::uint64_t value;
+    bool u32;
+  };
+  const Case cases[] = {
+      {"one word more than the bitmap sets", full->offset + 4, h.count + 1, true},
+      {"more words than the file holds", full->offset + 4, 0xffffffffu, true},
+      {"a bit past the storage", last_bitmap_word,
+       LoadRecord<std::uint64_t>(good.data() + last_bitmap_word) |
+           (std::uint64_t(1) << bits_in_last),
+       false},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::uint8_t> bad = good;
+    if (c.u32) {
+      Put(bad, c.at, static_cast<std::uint32_t>(c.value));
+    } else {
+      Put(bad, c.at, c.value);
+    }
+    EXPECT_FALSE(RestoresPc(bad, full->keyframe)) << c.what;
+  }
 }
 
 TEST(CraftedIndexTest, DamagedNotedEventsAreRefusedNamingTheirOffset) {

@@ -18,7 +18,7 @@ namespace backstep::core {
 inline constexpr char kIndexMagic[8] = {'B', 'S', 'I', 'N', 'D', 'E', 'X', '\n'};
 inline constexpr char kFooterMagic[8] = {'B', 'S', 'I', 'D', 'X', 'E', 'N', 'D'};
 // Bump on any change of layout or meaning; a different version is rebuilt.
-inline constexpr std::uint32_t kIndexVersion = 9;
+inline constexpr std::uint32_t kIndexVersion = 10;
 
 inline constexpr std::uint64_t kPageBits = 12;
 inline constexpr std::uint64_t kPageSize = 1u << kPageBits;
@@ -117,8 +117,8 @@ struct ThreadRecord {
 };
 inline constexpr std::uint64_t Align8(std::uint64_t n) { return (n + 7) & ~std::uint64_t(7); }
 // A register record starts with this header.
-//   kind 0 (full): storage bytes (RegisterFile::raw_storage()), zero padding
-//     to 8, known words (raw_known()); count = prev = 0.
+//   kind 0 (full): the storage's non-zero 8-byte words and the known words
+//     (full_register_record.h); count = the non-zero words, prev = 0.
 //   kind 1 (delta from record `prev` of the same thread): count x u16
 //     register ids, count x u8 known flags, then the values of the known
 //     ones (info(id).size bytes each), zero padding to 8.
@@ -130,6 +130,8 @@ struct RegisterRecordHeader {
 };
 inline constexpr std::uint32_t kFullRecord = 0, kDeltaRecord = 1;
 inline constexpr std::uint32_t kMaxDeltaChain = 15;
+// A directory naming more register storage is corrupt (x86-64: 3314 bytes).
+inline constexpr std::uint64_t kMaxRegisterStorageSize = 1 << 16;
 struct RunRecord {  // events [first_event, next run's first_event) run on thread
   std::uint64_t first_event;
   std::uint64_t thread_index;

@@ -10,6 +10,7 @@
 
 #include "backstep/core/event_notes.h"
 #include "index/access_list_builder.h"
+#include "index/full_register_record.h"
 #include "index/inference_tracker.h"
 #include "index/pc_index_builder.h"
 
@@ -97,13 +98,14 @@ class IndexPartBuilder {
   ReaderPosition event_position_;  // of the current event (plan_.event_refs)
   std::vector<std::uint16_t> scratch_ids_;
   std::vector<std::uint8_t> scratch_known_, scratch_values_;
+  std::vector<std::uint64_t> scratch_words_;  // a full record's bitmap and words
 };
 
 std::uint64_t IndexPartBuilder::WriteRegisterRecord(const RegisterFile& regs) {
   const std::uint64_t offset = sink_.size();
-  sink_.WriteRecord(RegisterRecordHeader{kFullRecord, 0, 0});
-  sink_.Write(regs.raw_storage());
-  sink_.Pad8();
+  const std::uint32_t count = EncodeFullRecordStorage(regs.raw_storage(), scratch_words_);
+  sink_.WriteRecord(RegisterRecordHeader{kFullRecord, count, 0});
+  sink_.WriteRecords<std::uint64_t>(scratch_words_);
   sink_.WriteRecords<std::uint64_t>(regs.raw_known());
   return offset;
 }

@@ -4,7 +4,9 @@
 #include <array>
 #include <cassert>
 #include <cstring>
+#include <vector>
 
+#include "index/full_register_record.h"
 #include "util/hex.h"
 
 namespace backstep::core {
@@ -116,19 +118,18 @@ Status TraceIndex::Parse() {
   take(Align8(dir_.plain_syscall_stream_size) - dir_.plain_syscall_stream_size, 1);
   if (overflow || need != footer.directory_size) return corrupt("directory size mismatch");
   if (dir_.block_entries == 0 || dir_.snapshot_blocks == 0 || dir_.register_known_words > 64 ||
-      dir_.register_storage_size > bytes_.size() ||
+      dir_.register_storage_size > kMaxRegisterStorageSize ||
       dir_.keyframe_count != dir_.event_count / interval_ + 1) {
     return corrupt("bad directory fields");
   }
-  const std::uint64_t record_size = sizeof(RegisterRecordHeader) +
-                                    Align8(dir_.register_storage_size) +
-                                    8 * dir_.register_known_words;
   // Arrays are checked as (offset, count, record size): count * size may
   // not be computed first, a crafted count makes it wrap.
   auto in_file = [&](std::uint64_t offset, std::uint64_t size) { return InFile(offset, 1, size); };
   for (std::uint64_t i = 0; i < dir_.thread_count; ++i) {
     const ThreadRecord t = thread(i);
-    if (!in_file(t.initial_record, record_size) || !InFile(t.runs_offset, t.run_count, 8)) {
+    // A record's body is checked where RestoreRecord follows it.
+    if (!in_file(t.initial_record, sizeof(RegisterRecordHeader)) ||
+        !InFile(t.runs_offset, t.run_count, 8)) {
       return corrupt("bad thread record");
     }
     thread_ids_.emplace_back(t.tid, i);
@@ -230,14 +231,13 @@ void TraceIndex::RestoreRecord(std::uint64_t offset, RegisterFile& file) const {
       dir_.register_known_words != file.raw_known().size()) {
     return file.Clear();
   }
-  const std::uint64_t full_size =
-      Align8(dir_.register_storage_size) + 8 * dir_.register_known_words;
+  RegisterRecordHeader full_header{};
   for (;;) {
     if (!InFile(offset, 1, sizeof(RegisterRecordHeader))) return file.Clear();
     const auto h = LoadRecord<RegisterRecordHeader>(bytes_.data() + offset);
     chain[n++] = offset;
     if (h.kind == kFullRecord) {
-      if (!InFile(offset + sizeof(RegisterRecordHeader), 1, full_size)) return file.Clear();
+      full_header = h;
       break;
     }
     if (n == chain.size() || !InFile(offset + sizeof(RegisterRecordHeader), h.count, 3)) {
@@ -247,10 +247,24 @@ void TraceIndex::RestoreRecord(std::uint64_t offset, RegisterFile& file) const {
   }
   const std::uint8_t* full = bytes_.data() + chain[n - 1] + sizeof(RegisterRecordHeader);
   const std::uint8_t* file_end = bytes_.data() + bytes_.size() - kFooterSize;
-  std::array<std::uint64_t, 64> known;
+  // The storage is expanded on the stack (x86-64: 3314 bytes) unless an
+  // architecture's is larger.
+  std::array<std::uint64_t, 512> small_storage;
+  std::vector<std::uint64_t> large_storage;
+  std::uint8_t* storage = reinterpret_cast<std::uint8_t*>(small_storage.data());
+  if (dir_.register_storage_size > sizeof(small_storage)) {
+    large_storage.resize(Align8(dir_.register_storage_size) / 8);
+    storage = reinterpret_cast<std::uint8_t*>(large_storage.data());
+  }
+  const std::uint8_t* known_bytes = nullptr;
   const std::size_t words = dir_.register_known_words;
-  std::memcpy(known.data(), full + Align8(dir_.register_storage_size), 8 * words);
-  file.Restore({full, dir_.register_storage_size}, {known.data(), words});
+  if (!DecodeFullRecordStorage(full, static_cast<std::uint64_t>(file_end - full), full_header.count,
+                               words, {storage, dir_.register_storage_size}, &known_bytes)) {
+    return file.Clear();
+  }
+  std::array<std::uint64_t, 64> known;
+  std::memcpy(known.data(), known_bytes, 8 * words);
+  file.Restore({storage, dir_.register_storage_size}, {known.data(), words});
   const ArchDescription& arch = file.arch();
   for (std::size_t i = n - 1; i-- > 0;) {
     const std::uint8_t* rec = bytes_.data() + chain[i];
