@@ -16,14 +16,19 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "backstep/core/mapping_guard.h"
 #include "backstep/gdbstub/server.h"
 #include "backstep/gdbstub/trace_target.h"
 #include "cli/cli.h"
 #include "cli/open_trace.h"
+#include "cli/stdio_keepalive.h"
 
 namespace backstep::cli {
 namespace {
@@ -76,6 +81,18 @@ void DetachStderrFromDebugger() {
   ::close(null_fd);
 }
 
+// BACKSTEP_TEST_SLOW_OPEN_MS=N: sleep N ms before opening the trace, as a
+// large trace's first open (its index build) takes. For the tests of the
+// --stdio keepalive (tests/e2e/test_gdb.py): no trace is that slow to open
+// on every machine.
+void DelayOpenForTests() {
+  const char* text = std::getenv("BACKSTEP_TEST_SLOW_OPEN_MS");
+  if (text == nullptr) return;
+  if (auto ms = ParseNumber(text); ms && *ms <= 600000) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(*ms));
+  }
+}
+
 }  // namespace
 
 int RunServe(Args& args) {
@@ -110,6 +127,11 @@ int RunServe(Args& args) {
 
   Args open_args(cache_dir ? std::vector<std::string>{"--cache-dir", *cache_dir}
                            : std::vector<std::string>{});
+  // gdb gives up on a --stdio server that takes more than ~6 s to answer
+  // its first packet: keep it waiting while the trace (and its index) opens.
+  std::optional<StdioKeepAlive> keepalive;
+  if (stdio) keepalive.emplace(STDOUT_FILENO);
+  DelayOpenForTests();
   // A trace truncated while served ends its sessions, not the server.
   core::GuardMappedFiles();
   core::OpenOptions open_options;
@@ -141,6 +163,7 @@ int RunServe(Args& args) {
   if (!server.ok()) return Fail(server.status());
 
   if (stdio) {
+    if (keepalive) keepalive->Stop();
     int in = ::dup(STDIN_FILENO), out = ::dup(STDOUT_FILENO);
     if (auto status = (*server)->ServeFds(in, out); !status.ok()) {
       return Fail(core::Status::IOError("--stdio: " + status.ToString()));
