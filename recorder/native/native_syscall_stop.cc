@@ -33,6 +33,39 @@ core::Status LogMappedFile(const Tracee& tracee, LoggedSyscall* call) {
   return core::Status::Ok();
 }
 
+std::uint64_t Pages(std::uint64_t n) { return (n + kPage - 1) / kPage * kPage; }
+
+// The non-zero runs of [start, start + size) in the tracee, as writes of
+// `call` (materialization writes them into the anonymous memory it maps).
+void LogContents(const Tracee& tracee, std::uint64_t start, std::uint64_t size,
+                 LoggedSyscall* call) {
+  std::vector<std::uint8_t> contents(size);
+  tracee.ReadMemoryZeroFill(start, contents);
+  ForEachNonZeroRun(contents, [&](std::size_t offset, std::size_t length) {
+    call->writes.push_back(
+        {start + offset, {contents.begin() + offset, contents.begin() + offset + length}});
+  });
+}
+
+// After a successful mremap `call` that grew a file mapping: the grown
+// pages' contents (the file's next bytes), as writes of `call`.
+// Materialization's mremap grows anonymous memory, which holds zeros there.
+// Anonymous memory grows with zeros natively too: nothing to log (and not
+// read: a realloc'd buffer may grow by gigabytes).
+core::Status LogGrownFilePages(const Tracee& tracee, LoggedSyscall* call) {
+  const std::uint64_t old_size = Pages(call->entry.rsi), new_size = Pages(call->entry.rdx);
+  if (new_size <= old_size) return core::Status::Ok();
+  const std::uint64_t grown = call->exit.rax + old_size;
+  core::Expected<std::vector<Mapping>> maps = tracee.ReadMaps();
+  if (!maps.ok()) return maps.status();
+  for (const Mapping& m : *maps) {
+    if (grown < m.start || grown >= m.end()) continue;
+    if (!m.name.empty() && m.name[0] != '[') LogContents(tracee, grown, new_size - old_size, call);
+    break;
+  }
+  return core::Status::Ok();
+}
+
 }  // namespace
 
 void NativeSession::CollectWrites(LoggedSyscall* call, bool full_diff) {
@@ -44,12 +77,7 @@ void NativeSession::CollectWrites(LoggedSyscall* call, bool full_diff) {
   ranges.clear();
   if (nr == kSysMmap && !failed && !(args[3] & MAP_ANONYMOUS)) {
     // A file mapping: materialization maps anonymous memory and writes this.
-    std::vector<std::uint8_t> contents((args[1] + kPage - 1) / kPage * kPage);
-    tracee_.ReadMemoryZeroFill(result, contents);
-    ForEachNonZeroRun(contents, [&](std::size_t offset, std::size_t length) {
-      call->writes.push_back(
-          {result + offset, {contents.begin() + offset, contents.begin() + offset + length}});
-    });
+    LogContents(tracee_, result, Pages(args[1]), call);
     return;
   }
   if (full_diff) {
@@ -214,6 +242,9 @@ core::Status NativeSession::OnSyscall() {
   CollectWrites(&call, full_diff);
   if (nr == kSysMmap && succeeded && !(e.r10 & MAP_ANONYMOUS)) {
     if (core::Status s = LogMappedFile(tracee_, &call); !s.ok()) return s;
+  }
+  if (nr == kSysMremap && succeeded) {
+    if (core::Status s = LogGrownFilePages(tracee_, &call); !s.ok()) return s;
   }
   if (succeeded && new_action_) signals_.actions[new_action_->first] = new_action_->second;
   if (succeeded && !new_altstack_.empty()) signals_.altstack = new_altstack_;
