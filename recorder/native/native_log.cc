@@ -14,7 +14,17 @@ extern char** environ;
 namespace backstep::record {
 namespace {
 
-constexpr char kMagic[8] = {'B', 'S', 'N', 'L', 'O', 'G', '0', '2'};
+constexpr char kMagic[8] = {'B', 'S', 'N', 'L', 'O', 'G', '0', '3'};
+
+// Older versions' magics, refused by name, and what their logs lack.
+struct OlderVersion {
+  const char* magic;
+  const char* lacks;
+};
+constexpr OlderVersion kOlderVersions[] = {
+    {"BSNLOG01", "without the files mmap mapped"},
+    {"BSNLOG02", "without the contents of the file pages mremap grew"},
+};
 
 }  // namespace
 
@@ -75,10 +85,11 @@ core::Expected<NativeLog> ParseNativeLog(std::span<const std::uint8_t> data,
                                          const std::string& path) {
   Reader r(data.data(), data.size(), "native log " + path);
   if (!r.Magic(kMagic)) {
-    if (data.size() >= 8 && std::memcmp(data.data(), "BSNLOG01", 8) == 0)
-      return core::Status::Corruption("native log " + path +
-                                      ": an older version's log (BSNLOG01, without the files "
-                                      "mmap mapped): record the program again");
+    for (const OlderVersion& v : kOlderVersions) {
+      if (data.size() >= 8 && std::memcmp(data.data(), v.magic, 8) == 0)
+        return core::Status::Corruption("native log " + path + ": an older version's log (" +
+                                        v.magic + ", " + v.lacks + "): record the program again");
+    }
     return core::Status::Corruption("native log " + path +
                                     ": not a backstep native log (bad magic)");
   }

@@ -6,13 +6,17 @@
 // saw; AT_RANDOM's bytes; its environment; and, to refuse a materialization
 // that would diverge, the working directory and the files mapped at exec.
 //
-// File format (little-endian, written atomically): "BSNLOG02", then the
+// File format (little-endian, written atomically): "BSNLOG03", then the
 // header fields and the records in the order of the struct below, strings
 // and arrays prefixed by a u64 count (the snapshots: u64 system call, file
 // name; a system call's `mapped`: a count of 0 or 1, then the path and the
 // u64 offset). ReadNativeLog() checks every count against the file's size:
-// a damaged log is an error naming the offset. "BSNLOG01" (before
-// LoggedSyscall::mapped) is refused as not a log of this version.
+// a damaged log is an error naming the offset. A file mmap's writes are
+// the new mapping's contents; an mremap's that grew a file mapping, the
+// grown pages' contents. Older versions are refused by name as not logs of
+// this version: "BSNLOG01" (before LoggedSyscall::mapped) and "BSNLOG02"
+// (this layout, but no writes for a grown file mapping, whose new pages
+// would be materialized as zeros).
 //
 // Thread-safety: plain data.
 #pragma once
@@ -49,7 +53,7 @@ struct LoggedFileMapping {
 struct LoggedSyscall {
   user_regs_struct entry{};           // at the seccomp stop: orig_rax is the number
   user_regs_struct exit{};            // after it (rax: the result)
-  std::vector<LoggedWrite> writes;    // what the kernel wrote (new mappings: their contents)
+  std::vector<LoggedWrite> writes;    // what the kernel wrote (new file pages: their contents)
   int signal_after = 0;               // a held signal delivered when it returned (0: none)
   std::vector<std::uint8_t> siginfo;  // signal_after's siginfo_t (128 bytes) as delivered
   // A file mmap's file (none for other calls, and for one /proc/PID/maps

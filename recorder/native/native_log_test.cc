@@ -1,6 +1,6 @@
 // The native log's LoggedSyscall::mapped (native_log.h): written, read
-// back, and refused where it cannot be; a log of the previous version
-// (BSNLOG01) is refused by name.
+// back, and refused where it cannot be; logs of the previous versions
+// (BSNLOG01, BSNLOG02) are refused by name.
 #include "recorder/native/native_log.h"
 
 #include <gtest/gtest.h>
@@ -50,15 +50,20 @@ TEST(NativeLog, MappedFilesAreWrittenAndChecked) {
   ASSERT_FALSE(read.ok());
   EXPECT_NE(read.status().message().find("bad mapped file at offset"), std::string::npos)
       << read.status().message();
-  // The previous version's log is refused by name.
+  // The previous versions' logs are refused by name (BSNLOG02 has this
+  // layout: only the magic tells it).
   log.syscalls.pop_back();
   ASSERT_TRUE(WriteNativeLog(log, path).ok());
-  std::string bytes = Bytes(path);
-  bytes[7] = '1';
-  Put(path, bytes);
-  read = ReadNativeLog(path);
-  ASSERT_FALSE(read.ok());
-  EXPECT_NE(read.status().message().find("BSNLOG01"), std::string::npos) << read.status().message();
+  const std::string bytes = Bytes(path);
+  ASSERT_EQ(bytes.substr(0, 8), "BSNLOG03");
+  for (const char* older : {"BSNLOG01", "BSNLOG02"}) {
+    Put(path, older + bytes.substr(8));
+    read = ReadNativeLog(path);
+    ASSERT_FALSE(read.ok()) << older;
+    EXPECT_NE(read.status().message().find(std::string("an older version's log (") + older),
+              std::string::npos)
+        << read.status().message();
+  }
   std::remove(path.c_str());
 }
 
