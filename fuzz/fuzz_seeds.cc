@@ -207,11 +207,25 @@ bool SeedNativeLog(const fs::path& dir) {
   mmap.entry.orig_rax = 9;
   mmap.entry.rsi = 0x2000;
   mmap.exit.rax = 0x7ffff7dd0000u;
-  mmap.mapped = backstep::record::LoggedFileMapping{"/usr/lib/x86_64-linux-gnu/libc.so.6", 0x1000};
+  mmap.mapped =
+      backstep::record::LoggedFileMapping{"/usr/lib/x86_64-linux-gnu/libc.so.6", 0x1000, 0x2000};
+  // A SysV segment attached, then detached.
+  backstep::record::LoggedSyscall& shmat = log.syscalls.emplace_back();
+  shmat.entry.orig_rax = 30;
+  shmat.exit.rax = 0x7ffff7ff0000u;
+  shmat.mapped = backstep::record::LoggedFileMapping{"/SYSV00000000 (deleted)", 0, 0x3000};
+  shmat.writes.push_back({0x7ffff7ff0000u, std::vector<std::uint8_t>(16, 'x')});
+  backstep::record::LoggedSyscall& shmdt = log.syscalls.emplace_back();
+  shmdt.entry.orig_rax = 67;
+  shmdt.entry.rdi = 0x7ffff7ff0000u;
+  shmdt.mapped = backstep::record::LoggedFileMapping{"/SYSV00000000 (deleted)", 0, 0x3000};
   log.rdtsc = {1, 2, 3};
   log.snapshots.push_back({2, "x.nlog.snap0"});
   const fs::path path = dir / "one.nlog";
-  if (!backstep::record::WriteNativeLog(log, path.string()).ok()) return false;
+  // Written and valid: the fuzzer starts from a log the reader accepts.
+  if (!backstep::record::WriteNativeLog(log, path.string()).ok() ||
+      !backstep::record::ReadNativeLog(path.string()).ok())
+    return false;
   log.syscalls.clear();
   log.snapshots.clear();
   return backstep::record::WriteNativeLog(log, (dir / "empty.nlog").string()).ok();

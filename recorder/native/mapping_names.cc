@@ -44,6 +44,12 @@ void MappingNames::Follow(const LoggedSyscall& call) {
     const std::uint64_t end = result + Pages(e.rsi);
     Erase(result, end);
     if (call.mapped) ranges_[result] = {result, end, call.mapped->path, call.mapped->offset};
+  } else if (nr == SYS_shmat && call.mapped) {
+    const std::uint64_t end = result + call.mapped->size;
+    Erase(result, end);
+    ranges_[result] = {result, end, call.mapped->path, call.mapped->offset};
+  } else if (nr == SYS_shmdt && call.mapped) {
+    Erase(e.rdi, e.rdi + call.mapped->size);
   } else if (nr == SYS_munmap) {
     Erase(e.rdi, e.rdi + Pages(e.rsi));
   } else if (nr == SYS_mremap) {

@@ -6,8 +6,9 @@
 // phase logged the file /proc/PID/maps named and its offset
 // (LoggedSyscall::mapped). These ranges (address -> path, file offset)
 // follow the log's calls as the kernel's mappings follow them: a file mmap
-// adds one (over whatever it replaces), any other mmap and munmap remove
-// what they cover, mremap moves (and shrinks or grows) what it remaps.
+// and a shmat add one (over whatever they replace: the segment's name, as
+// logged), any other mmap, munmap and shmdt remove what they cover, mremap
+// moves (and shrinks or grows) what it remaps.
 // mprotect and madvise change no name. Rename() applies them to the proxy's
 // maps where the emu engine reads them (EmuOptions::name_mappings), before
 // its AddressSpace compares them with the last ones, so that the trace
@@ -38,8 +39,8 @@ class MappingNames {
   // The names after the log's first `count` system calls.
   static MappingNames After(const NativeLog& log, std::size_t count);
 
-  // Follows logged call `call` (mmap, munmap and mremap change names; a
-  // failed call or any other changes nothing).
+  // Follows logged call `call` (mmap, munmap, mremap, shmat and shmdt
+  // change names; a failed call or any other changes nothing).
   void Follow(const LoggedSyscall& call);
 
   // `maps` (sorted, as Tracee::ReadMaps gives them) with every byte a

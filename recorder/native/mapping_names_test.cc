@@ -29,7 +29,7 @@ LoggedSyscall Call(std::uint64_t nr, std::uint64_t result, std::uint64_t rdi, st
 LoggedSyscall FileMmap(std::uint64_t at, std::uint64_t pages, const std::string& path,
                        std::uint64_t offset) {
   LoggedSyscall c = Call(SYS_mmap, at, 0, pages * kPage, PROT_READ, MAP_PRIVATE);
-  c.mapped = LoggedFileMapping{path, offset};
+  c.mapped = LoggedFileMapping{path, offset, pages * kPage};
   return c;
 }
 
@@ -74,6 +74,23 @@ TEST(MappingNames, FollowTheMappingCalls) {
                                 {kBase + kPage, kBase + 65 * kPage, "/lib/libm.so.6", 0x3000},
                                 {kBase + 65 * kPage, to + 5 * kPage, "/lib/libc.so.6", 6 * kPage},
                                 {copy, copy + 2 * kPage, "/lib/libc.so.6", 0}}));
+}
+
+TEST(MappingNames, FollowSharedMemoryAttachments) {
+  MappingNames names;
+  const std::string segment = "/SYSV00000000 (deleted)";
+  LoggedSyscall attach = Call(SYS_shmat, kBase, 0, 0);
+  attach.mapped = LoggedFileMapping{segment, 0, 3 * kPage};
+  names.Follow(attach);
+  EXPECT_EQ(names.ranges(), (std::vector<Named>{{kBase, kBase + 3 * kPage, segment, 0}}));
+  // A failed shmdt detaches nothing; a shmdt, what it detached.
+  LoggedSyscall detach = Call(SYS_shmdt, static_cast<std::uint64_t>(-22), kBase, 0);
+  names.Follow(detach);
+  EXPECT_EQ(names.ranges().size(), 1u);
+  detach = Call(SYS_shmdt, 0, kBase, 0);
+  detach.mapped = attach.mapped;
+  names.Follow(detach);
+  EXPECT_TRUE(names.ranges().empty());
 }
 
 TEST(MappingNames, AfterReplaysTheLogsFirstCalls) {

@@ -65,10 +65,14 @@ class CountingSink : public RecordingSink {
 };
 
 // System calls run for real in the tracee (their effect is kernel state the
-// emu engine reads back: mappings, fs base, signal dispositions, the frame).
+// emu engine reads back: mappings, fs base, signal dispositions, the frame);
+// mmap of a file, shmat and shmdt as the calls that stand for them there
+// (ProxyCall: anonymous memory for the file or segment).
 bool RunsForReal(std::uint64_t nr) {
   switch (nr) {
     case SYS_mmap:
+    case SYS_shmat:
+    case SYS_shmdt:
     case SYS_munmap:
     case SYS_mprotect:
     case SYS_brk:
@@ -202,11 +206,12 @@ core::Expected<Stop> LogAnswerer::Answer(Tracee& tracee, const user_regs_struct&
   // interrupted call): it always runs.
   if (RunsForReal(nr) && (!failed || ends || nr == SYS_rt_sigreturn)) {
     user_regs_struct call = regs;
-    if (nr == SYS_mmap) {
-      // At the address it got natively; a file mapping becomes anonymous
-      // memory holding the logged contents (the file's descriptor exists
-      // only in the recorded process).
-      MmapArgumentsWithoutFile(result, &call);
+    // mmap at the address it got natively; a file mapping, or a shmat's
+    // segment, becomes anonymous memory holding the logged contents (the
+    // file's descriptor and the segment exist only in the recorded process).
+    const bool stands_in = nr == SYS_mmap || nr == SYS_shmat || nr == SYS_shmdt;
+    if (stands_in) {
+      call.rax = ProxyCall(logged, &call);
       if (core::Status s = tracee.SetRegs(call); !s.ok()) return s;
     }
     core::Expected<Stop> stop = tracee.Step();
@@ -221,8 +226,9 @@ core::Expected<Stop> LogAnswerer::Answer(Tracee& tracee, const user_regs_struct&
     }
     // Before the engine reads the maps this call changed.
     names_.Follow(logged);
-    if (nr == SYS_mmap) {
-      after.rdi = regs.rdi, after.r10 = regs.r10, after.r8 = regs.r8, after.r9 = regs.r9;
+    if (stands_in) {
+      after.rdi = regs.rdi, after.rsi = regs.rsi, after.rdx = regs.rdx;
+      after.r10 = regs.r10, after.r8 = regs.r8, after.r9 = regs.r9;
       if (core::Status s = tracee.SetRegs(after); !s.ok()) return s;
     }
   } else {

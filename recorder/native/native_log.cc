@@ -14,7 +14,7 @@ extern char** environ;
 namespace backstep::record {
 namespace {
 
-constexpr char kMagic[8] = {'B', 'S', 'N', 'L', 'O', 'G', '0', '3'};
+constexpr char kMagic[8] = {'B', 'S', 'N', 'L', 'O', 'G', '0', '4'};
 
 // Older versions' magics, refused by name, and what their logs lack.
 struct OlderVersion {
@@ -24,6 +24,7 @@ struct OlderVersion {
 constexpr OlderVersion kOlderVersions[] = {
     {"BSNLOG01", "without the files mmap mapped"},
     {"BSNLOG02", "without the contents of the file pages mremap grew"},
+    {"BSNLOG03", "without the SysV shared memory shmat attached"},
 };
 
 }  // namespace
@@ -60,6 +61,7 @@ core::Status WriteNativeLog(const NativeLog& log, const std::string& path) {
     if (s.mapped) {
       w.String(s.mapped->path);
       w.U64(s.mapped->offset);
+      w.U64(s.mapped->size);
     }
   }
   w.U64(log.rdtsc.size());
@@ -122,17 +124,25 @@ core::Expected<NativeLog> ParseNativeLog(std::span<const std::uint8_t> data,
       lw.address = r.U64();
       r.Bytes(&lw.bytes);
     }
-    const std::uint64_t mapped = r.Count(16);
+    const std::uint64_t mapped = r.Count(24);
     if (r.ok() && mapped > 1) r.Fail("bad mapped-file count " + std::to_string(mapped));
+    const std::uint64_t nr = s.entry.orig_rax;
+    const bool succeeded = s.exit.rax <= ~std::uint64_t{4095};
+    const bool shm = (nr == SYS_shmat || nr == SYS_shmdt) && succeeded;
     if (r.ok() && mapped == 1) {
       LoggedFileMapping& m = s.mapped.emplace();
       r.String(&m.path);
       m.offset = r.U64();
-      // A file's path, only for a successful mmap.
+      m.size = r.U64();
+      // A path and whole pages, only for a successful mmap (its length),
+      // shmat or shmdt.
       if (r.ok() &&
-          (m.path.empty() || s.entry.orig_rax != SYS_mmap || s.exit.rax > ~std::uint64_t{4095}))
+          (m.path.empty() || m.size == 0 || m.size % 4096 != 0 ||
+           !((nr == SYS_mmap && succeeded && m.size == (s.entry.rsi + 4095) / 4096 * 4096) || shm)))
         r.Fail("bad mapped file");
     }
+    // Materialization maps or unmaps a segment's size.
+    if (r.ok() && shm && mapped == 0) r.Fail("shmat or shmdt without its segment");
   }
   log.rdtsc.resize(r.Count(8));
   for (std::uint64_t& t : log.rdtsc) t = r.U64();

@@ -6,17 +6,18 @@
 // saw; AT_RANDOM's bytes; its environment; and, to refuse a materialization
 // that would diverge, the working directory and the files mapped at exec.
 //
-// File format (little-endian, written atomically): "BSNLOG03", then the
+// File format (little-endian, written atomically): "BSNLOG04", then the
 // header fields and the records in the order of the struct below, strings
 // and arrays prefixed by a u64 count (the snapshots: u64 system call, file
-// name; a system call's `mapped`: a count of 0 or 1, then the path and the
-// u64 offset). ReadNativeLog() checks every count against the file's size:
+// name; a system call's `mapped`: a count of 0 or 1, then the path, the u64
+// offset and the u64 size). ReadNativeLog() checks every count against the file's size:
 // a damaged log is an error naming the offset. A file mmap's writes are
 // the new mapping's contents; an mremap's that grew a file mapping, the
-// grown pages' contents. Older versions are refused by name as not logs of
-// this version: "BSNLOG01" (before LoggedSyscall::mapped) and "BSNLOG02"
-// (this layout, but no writes for a grown file mapping, whose new pages
-// would be materialized as zeros).
+// grown pages' contents; a shmat's, the segment's. Older versions are
+// refused by name as not logs of this version: "BSNLOG01" (before
+// LoggedSyscall::mapped), "BSNLOG02" (no writes for a grown file mapping,
+// whose new pages would be materialized as zeros) and "BSNLOG03" (before
+// LoggedFileMapping::size: no SysV shared memory segments).
 //
 // Thread-safety: plain data.
 #pragma once
@@ -41,12 +42,18 @@ struct LoggedWrite {
 };
 
 // The file a successful mmap of a file mapped, as /proc/PID/maps named it
-// at the returned address right after the call: its path and the file
-// offset there. Materialization maps anonymous memory instead and gives
-// the trace these (mapping_names.h).
+// at the returned address right after the call: its path, the file offset
+// there and the bytes mapped (the length in pages). For a successful shmat,
+// the SysV shared memory segment attached at the returned address ("/SYSV"
+// and its key in hex, " (deleted)"), offset 0, its size there; for a
+// successful shmdt, the attachment it detached at its argument, as
+// /proc/PID/maps showed it before the call. Materialization maps (and
+// unmaps) anonymous memory instead and gives the trace these
+// (mapping_names.h).
 struct LoggedFileMapping {
   std::string path;
   std::uint64_t offset = 0;
+  std::uint64_t size = 0;
   bool operator==(const LoggedFileMapping&) const = default;
 };
 
@@ -56,8 +63,9 @@ struct LoggedSyscall {
   std::vector<LoggedWrite> writes;    // what the kernel wrote (new file pages: their contents)
   int signal_after = 0;               // a held signal delivered when it returned (0: none)
   std::vector<std::uint8_t> siginfo;  // signal_after's siginfo_t (128 bytes) as delivered
-  // A file mmap's file (none for other calls, and for one /proc/PID/maps
-  // shows as anonymous memory: a private mapping of /dev/zero).
+  // A file mmap's file (none for one /proc/PID/maps shows as anonymous
+  // memory: a private mapping of /dev/zero), a shmat's or shmdt's segment;
+  // none for other calls.
   std::optional<LoggedFileMapping> mapped;
 };
 

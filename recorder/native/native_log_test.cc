@@ -1,6 +1,7 @@
-// The native log's LoggedSyscall::mapped (native_log.h): written, read
-// back, and refused where it cannot be; logs of the previous versions
-// (BSNLOG01, BSNLOG02) are refused by name.
+// The native log's LoggedSyscall::mapped (native_log.h): a file mmap's and
+// a SysV segment's (shmat, shmdt), written, read back, and refused where it
+// cannot be or is missing; logs of the previous versions (BSNLOG01 to
+// BSNLOG03) are refused by name.
 #include "recorder/native/native_log.h"
 
 #include <gtest/gtest.h>
@@ -33,30 +34,50 @@ TEST(NativeLog, MappedFilesAreWrittenAndChecked) {
   file.entry.rsi = 0x2000;
   file.entry.r10 = MAP_PRIVATE;
   file.exit.rax = 0x7ffff7d00000;
-  file.mapped = LoggedFileMapping{"/usr/lib/x86_64-linux-gnu/libc.so.6", 0x28000};
+  file.mapped = LoggedFileMapping{"/usr/lib/x86_64-linux-gnu/libc.so.6", 0x28000, 0x2000};
+  LoggedSyscall& attach = log.syscalls.emplace_back();
+  attach.entry.orig_rax = SYS_shmat;
+  attach.exit.rax = 0x7ffff7ff0000;
+  attach.mapped = LoggedFileMapping{"/SYSV00000000 (deleted)", 0, 0x3000};
+  LoggedSyscall& detach = log.syscalls.emplace_back();
+  detach.entry.orig_rax = SYS_shmdt;
+  detach.entry.rdi = 0x7ffff7ff0000;
+  detach.mapped = LoggedFileMapping{"/SYSV00000000 (deleted)", 0, 0x3000};
   LoggedSyscall& other = log.syscalls.emplace_back();
   other.entry.orig_rax = SYS_getpid;
   other.exit.rax = 2;
   ASSERT_TRUE(WriteNativeLog(log, path).ok());
   core::Expected<NativeLog> read = ReadNativeLog(path);
   ASSERT_TRUE(read.ok()) << read.status().message();
-  ASSERT_TRUE(read->syscalls[0].mapped.has_value());
-  EXPECT_EQ(*read->syscalls[0].mapped, *log.syscalls[0].mapped);
-  EXPECT_FALSE(read->syscalls[1].mapped.has_value());
-  // A file for a call that is no mmap is damage.
-  log.syscalls[1].mapped = LoggedFileMapping{"/x", 0};
-  ASSERT_TRUE(WriteNativeLog(log, path).ok());
-  read = ReadNativeLog(path);
-  ASSERT_FALSE(read.ok());
-  EXPECT_NE(read.status().message().find("bad mapped file at offset"), std::string::npos)
-      << read.status().message();
-  // The previous versions' logs are refused by name (BSNLOG02 has this
+  for (std::size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(read->syscalls[i].mapped.has_value()) << i;
+    EXPECT_EQ(*read->syscalls[i].mapped, *log.syscalls[i].mapped) << i;
+  }
+  EXPECT_FALSE(read->syscalls[3].mapped.has_value());
+  auto expect_damage = [&](const char* what, const char* message) {
+    ASSERT_TRUE(WriteNativeLog(log, path).ok());
+    read = ReadNativeLog(path);
+    ASSERT_FALSE(read.ok()) << what;
+    EXPECT_NE(read.status().message().find(message), std::string::npos)
+        << what << ": " << read.status().message();
+  };
+  // A file for a call that is no mmap or shmat/shmdt is damage; so is an
+  // mmap's size that is not its length, and a shmat without its segment.
+  log.syscalls[3].mapped = LoggedFileMapping{"/x", 0, 0x1000};
+  expect_damage("getpid with a file", "bad mapped file at offset");
+  log.syscalls[3].mapped.reset();
+  log.syscalls[0].mapped->size = 0x1000;
+  expect_damage("mmap of another size", "bad mapped file at offset");
+  log.syscalls[0].mapped->size = 0x2000;
+  log.syscalls[1].mapped.reset();
+  expect_damage("shmat without its segment", "shmat or shmdt without its segment at offset");
+  // The previous versions' logs are refused by name (BSNLOG02 has BSNLOG03's
   // layout: only the magic tells it).
-  log.syscalls.pop_back();
+  log.syscalls.resize(1);
   ASSERT_TRUE(WriteNativeLog(log, path).ok());
   const std::string bytes = Bytes(path);
-  ASSERT_EQ(bytes.substr(0, 8), "BSNLOG03");
-  for (const char* older : {"BSNLOG01", "BSNLOG02"}) {
+  ASSERT_EQ(bytes.substr(0, 8), "BSNLOG04");
+  for (const char* older : {"BSNLOG01", "BSNLOG02", "BSNLOG03"}) {
     Put(path, older + bytes.substr(8));
     read = ReadNativeLog(path);
     ASSERT_FALSE(read.ok()) << older;

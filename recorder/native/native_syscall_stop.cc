@@ -18,6 +18,8 @@ namespace {
 
 constexpr std::uint64_t kPage = 4096;
 
+std::uint64_t Pages(std::uint64_t n) { return (n + kPage - 1) / kPage * kPage; }
+
 // After a successful file mmap `call`: the file /proc/PID/maps names at the
 // address it returned and the offset there, into call->mapped (nothing
 // when the kernel shows anonymous memory there).
@@ -27,13 +29,12 @@ core::Status LogMappedFile(const Tracee& tracee, LoggedSyscall* call) {
   if (!maps.ok()) return maps.status();
   for (const Mapping& m : *maps) {
     if (address < m.start || address >= m.end()) continue;
-    if (!m.name.empty()) call->mapped = {m.name, m.file_offset + (address - m.start)};
+    if (!m.name.empty())
+      call->mapped = {m.name, m.file_offset + (address - m.start), Pages(call->entry.rsi)};
     break;
   }
   return core::Status::Ok();
 }
-
-std::uint64_t Pages(std::uint64_t n) { return (n + kPage - 1) / kPage * kPage; }
 
 // The non-zero runs of [start, start + size) in the tracee, as writes of
 // `call` (materialization writes them into the anonymous memory it maps).
@@ -62,6 +63,43 @@ core::Status LogGrownFilePages(const Tracee& tracee, LoggedSyscall* call) {
     if (grown < m.start || grown >= m.end()) continue;
     if (!m.name.empty() && m.name[0] != '[') LogContents(tracee, grown, new_size - old_size, call);
     break;
+  }
+  return core::Status::Ok();
+}
+
+// After a successful shmat `call`: the segment /proc/PID/maps shows at the
+// address it returned, to its end, into call->mapped, and its contents as
+// writes (materialization maps anonymous memory there and writes them).
+core::Status LogAttachedSegment(const Tracee& tracee, LoggedSyscall* call) {
+  const std::uint64_t address = call->exit.rax;
+  core::Expected<std::vector<Mapping>> maps = tracee.ReadMaps();
+  if (!maps.ok()) return maps.status();
+  for (const Mapping& m : *maps) {
+    if (address < m.start || address >= m.end()) continue;
+    call->mapped = {m.name, m.file_offset + (address - m.start), m.end() - address};
+    LogContents(tracee, address, m.end() - address, call);
+    return core::Status::Ok();
+  }
+  return core::Status::Corruption("shmat returned " + core::HexU64(address) +
+                                  ", where /proc/PID/maps shows nothing");
+}
+
+// Before shmdt `entry` runs: the attachment it would detach, into *mapped
+// (the areas from its address on that continue the same segment, which an
+// mprotect may have split); none when there is none (the call fails).
+core::Status FindAttachedSegment(const Tracee& tracee, const user_regs_struct& entry,
+                                 std::optional<LoggedFileMapping>* mapped) {
+  core::Expected<std::vector<Mapping>> maps = tracee.ReadMaps();
+  if (!maps.ok()) return maps.status();
+  for (const Mapping& m : *maps) {
+    if (mapped->has_value()) {
+      LoggedFileMapping& s = **mapped;
+      if (m.start != entry.rdi + s.size || m.name != s.path || m.file_offset != s.offset + s.size)
+        break;
+      s.size += m.size;
+    } else if (m.start == entry.rdi && m.name.rfind("/SYSV", 0) == 0) {
+      *mapped = LoggedFileMapping{m.name, m.file_offset, m.size};
+    }
   }
   return core::Status::Ok();
 }
@@ -165,6 +203,10 @@ core::Status NativeSession::OnSyscall() {
     if (core::Status s = tracee_.SetRegs(skip); !s.ok()) return s;
   }
   ReadSignalSetup(e);
+  std::optional<LoggedFileMapping> detaching;  // shmdt's attachment, logged if it succeeds
+  if (nr == SYS_shmdt) {
+    if (core::Status s = FindAttachedSegment(tracee_, e, &detaching); !s.ok()) return s;
+  }
   // A held signal is queued again: delivered as this call returns, or it
   // interrupts the call at once if the call would wait (pause, read...),
   // as when it arrives there natively.
@@ -245,6 +287,16 @@ core::Status NativeSession::OnSyscall() {
   }
   if (nr == kSysMremap && succeeded) {
     if (core::Status s = LogGrownFilePages(tracee_, &call); !s.ok()) return s;
+  }
+  if (nr == SYS_shmat && succeeded) {
+    if (core::Status s = LogAttachedSegment(tracee_, &call); !s.ok()) return s;
+  }
+  if (nr == SYS_shmdt && succeeded) {
+    if (!detaching) {
+      return core::Status::Corruption("shmdt(" + core::HexU64(e.rdi) +
+                                      ") succeeded where /proc/PID/maps showed no SysV segment");
+    }
+    call.mapped = std::move(detaching);
   }
   if (succeeded && new_action_) signals_.actions[new_action_->first] = new_action_->second;
   if (succeeded && !new_altstack_.empty()) signals_.altstack = new_altstack_;

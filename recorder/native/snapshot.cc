@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
+#include <sys/shm.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
@@ -96,13 +97,13 @@ core::Status ReplayMappingCalls(Injector& inject, const NativeLog& log, std::uin
     const LoggedSyscall& call = log.syscalls[i];
     const std::uint64_t nr = call.entry.orig_rax, result = call.exit.rax;
     const bool shapes = nr == SYS_mmap || nr == SYS_munmap || nr == SYS_mprotect || nr == SYS_brk ||
-                        nr == SYS_mremap;
+                        nr == SYS_mremap || nr == SYS_shmat || nr == SYS_shmdt;
     if (!shapes || (nr != SYS_brk && result > ~std::uint64_t{4095})) continue;
     user_regs_struct e = call.entry;
-    if (nr == SYS_mmap) MmapArgumentsWithoutFile(result, &e);
+    const std::uint64_t run = ProxyCall(call, &e);
     const std::uint64_t args[6] = {e.rdi, e.rsi, e.rdx, e.r10, e.r8, e.r9};
     const std::string what = "system call #" + std::to_string(i) + " (" + std::to_string(nr) + ")";
-    if (core::Status s = inject.Require(nr, args, what.c_str(), result); !s.ok()) return s;
+    if (core::Status s = inject.Require(run, args, what.c_str(), result); !s.ok()) return s;
   }
   return core::Status::Ok();
 }
@@ -156,6 +157,25 @@ void MmapArgumentsWithoutFile(std::uint64_t result, user_regs_struct* entry) {
   entry->rdi = result;
   entry->r10 = flags;
   if (file) entry->r8 = ~std::uint64_t{0}, entry->r9 = 0;
+}
+
+std::uint64_t ProxyCall(const LoggedSyscall& call, user_regs_struct* regs) {
+  const user_regs_struct& e = call.entry;
+  const std::uint64_t nr = e.orig_rax, result = call.exit.rax;
+  if (nr == SYS_mmap) {
+    MmapArgumentsWithoutFile(result, regs);
+    return nr;
+  }
+  if ((nr != SYS_shmat && nr != SYS_shmdt) || !call.mapped) return nr;
+  regs->rdi = nr == SYS_shmat ? result : e.rdi;
+  regs->rsi = call.mapped->size;
+  if (nr == SYS_shmdt) return SYS_munmap;
+  regs->rdx =
+      PROT_READ | (e.rdx & SHM_RDONLY ? 0 : PROT_WRITE) | (e.rdx & SHM_EXEC ? PROT_EXEC : 0);
+  regs->r10 = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED;
+  regs->r8 = ~std::uint64_t{0};
+  regs->r9 = 0;
+  return SYS_mmap;
 }
 
 core::Expected<Snapshot> TakeSnapshot(const Tracee& tracee, const SignalSetup& signals) {

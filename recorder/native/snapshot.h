@@ -44,4 +44,13 @@ core::Status RestoreSnapshot(Tracee& proxy, const NativeLog& log, const Snapshot
 // process that lacks the file: anonymous memory at the same address.
 void MmapArgumentsWithoutFile(std::uint64_t result, user_regs_struct* entry);
 
+// The system call that stands for logged call `call` (which succeeded) in
+// the proxy, which lacks its file or segment: its arguments into *regs (rdi
+// to r9), its number returned. mmap: MmapArgumentsWithoutFile. shmat: an
+// mmap of anonymous memory of the segment's size (call.mapped) at the
+// address it got, readable, writable unless SHM_RDONLY, executable with
+// SHM_EXEC. shmdt: a munmap of the attachment it detached. Any other call:
+// itself. Each returns what the logged call returned.
+std::uint64_t ProxyCall(const LoggedSyscall& call, user_regs_struct* regs);
+
 }  // namespace backstep::record
