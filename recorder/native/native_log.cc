@@ -14,7 +14,7 @@ extern char** environ;
 namespace backstep::record {
 namespace {
 
-constexpr char kMagic[8] = {'B', 'S', 'N', 'L', 'O', 'G', '0', '4'};
+constexpr char kMagic[8] = {'B', 'S', 'N', 'L', 'O', 'G', '0', '3'};
 
 // Older versions' magics, refused by name, and what their logs lack.
 struct OlderVersion {
@@ -23,8 +23,7 @@ struct OlderVersion {
 };
 constexpr OlderVersion kOlderVersions[] = {
     {"BSNLOG01", "without the files mmap mapped"},
-    {"BSNLOG02", "without the contents of the file pages mremap grew"},
-    {"BSNLOG03", "without the SysV shared memory shmat attached"},
+    {"BSNLOG02", "without the contents of the file pages mremap grew and the SysV shared memory"},
 };
 
 }  // namespace

@@ -6,7 +6,7 @@
 // saw; AT_RANDOM's bytes; its environment; and, to refuse a materialization
 // that would diverge, the working directory and the files mapped at exec.
 //
-// File format (little-endian, written atomically): "BSNLOG04", then the
+// File format (little-endian, written atomically): "BSNLOG03", then the
 // header fields and the records in the order of the struct below, strings
 // and arrays prefixed by a u64 count (the snapshots: u64 system call, file
 // name; a system call's `mapped`: a count of 0 or 1, then the path, the u64
@@ -15,9 +15,9 @@
 // the new mapping's contents; an mremap's that grew a file mapping, the
 // grown pages' contents; a shmat's, the segment's. Older versions are
 // refused by name as not logs of this version: "BSNLOG01" (before
-// LoggedSyscall::mapped), "BSNLOG02" (no writes for a grown file mapping,
-// whose new pages would be materialized as zeros) and "BSNLOG03" (before
-// LoggedFileMapping::size: no SysV shared memory segments).
+// LoggedSyscall::mapped) and "BSNLOG02" (before LoggedFileMapping::size:
+// no writes for a grown file mapping, whose new pages would be materialized
+// as zeros, and no SysV shared memory segments).
 //
 // Thread-safety: plain data.
 #pragma once

@@ -1,7 +1,7 @@
 // The native log's LoggedSyscall::mapped (native_log.h): a file mmap's and
 // a SysV segment's (shmat, shmdt), written, read back, and refused where it
-// cannot be or is missing; logs of the previous versions (BSNLOG01 to
-// BSNLOG03) are refused by name.
+// cannot be or is missing; logs of the previous versions (BSNLOG01,
+// BSNLOG02) are refused by name.
 #include "recorder/native/native_log.h"
 
 #include <gtest/gtest.h>
@@ -71,13 +71,12 @@ TEST(NativeLog, MappedFilesAreWrittenAndChecked) {
   log.syscalls[0].mapped->size = 0x2000;
   log.syscalls[1].mapped.reset();
   expect_damage("shmat without its segment", "shmat or shmdt without its segment at offset");
-  // The previous versions' logs are refused by name (BSNLOG02 has BSNLOG03's
-  // layout: only the magic tells it).
+  // The previous versions' logs are refused by name.
   log.syscalls.resize(1);
   ASSERT_TRUE(WriteNativeLog(log, path).ok());
   const std::string bytes = Bytes(path);
-  ASSERT_EQ(bytes.substr(0, 8), "BSNLOG04");
-  for (const char* older : {"BSNLOG01", "BSNLOG02", "BSNLOG03"}) {
+  ASSERT_EQ(bytes.substr(0, 8), "BSNLOG03");
+  for (const char* older : {"BSNLOG01", "BSNLOG02"}) {
     Put(path, older + bytes.substr(8));
     read = ReadNativeLog(path);
     ASSERT_FALSE(read.ok()) << older;
