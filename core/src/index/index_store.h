@@ -12,7 +12,7 @@
 // 64 KiB, format, keyframe interval; checksum) and its directory parses;
 // otherwise it is rebuilt and IndexStatus::rebuilt_why says why
 // ("missing", "stale: trace modified", "corrupt: checksum mismatch",
-// "truncated", "version", ...). The new index is written atomically.
+// "truncated", "stale: ...", ...). The new index is written atomically.
 //
 // With an empty trace path the index is built in memory and never saved.
 //

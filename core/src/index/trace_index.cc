@@ -34,7 +34,10 @@ std::string ValidateIndex(std::span<const std::uint8_t> bytes, const IndexIdenti
   if (bytes.size() < kHeaderSize + kFooterSize) return "truncated";
   const auto header = LoadRecord<IndexHeader>(bytes.data());
   if (std::memcmp(header.magic, kIndexMagic, 8) != 0) return "corrupt: bad magic";
-  if (header.version != kIndexVersion || header.header_size != kHeaderSize) return "version";
+  if (header.version != kIndexVersion || header.header_size != kHeaderSize) {
+    return "stale: index format " + std::to_string(header.version) + ", this backstep writes " +
+           std::to_string(kIndexVersion);
+  }
   const auto footer = LoadRecord<IndexFooter>(bytes.data() + bytes.size() - kFooterSize);
   if (std::memcmp(footer.magic, kFooterMagic, 8) != 0 || footer.file_size > bytes.size()) {
     return "truncated";
@@ -44,7 +47,7 @@ std::string ValidateIndex(std::span<const std::uint8_t> bytes, const IndexIdenti
       footer.directory_size != bytes.size() - kFooterSize - footer.directory_offset) {
     return "corrupt: bad footer";
   }
-  if (header.arch_signature != identity.arch_signature) return "version";
+  if (header.arch_signature != identity.arch_signature) return "stale: register layout changed";
   const std::string_view format(header.format, strnlen(header.format, sizeof(header.format)));
   if (header.trace_size != identity.trace_size ||
       header.trace_mtime_ns != identity.trace_mtime_ns ||

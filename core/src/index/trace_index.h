@@ -43,8 +43,9 @@
 namespace backstep::core {
 
 // "" if `bytes` is a complete, intact index for `identity`; otherwise why it
-// is not: "truncated", "version", "stale: trace modified", "stale: keyframe
-// interval changed", "corrupt: ...". Cost: one pass over the file (checksum).
+// is not: "truncated", "stale: index format 9, this backstep writes 10",
+// "stale: register layout changed", "stale: trace modified", "stale:
+// keyframe interval changed", "corrupt: ...". Cost: one pass over the file (checksum).
 // `after_chunk(chunk)` (optional) is called on each piece of the file once
 // the checksum has read it (index_store.cc drops the pages of a mapping
 // from the resident set, so that opening a large index does not make it
