@@ -83,52 +83,29 @@ std::vector<GrownMapping> AfterMremaps(const std::string& path) {
 TEST(NativeGrownMappings, GrownFilePagesHoldTheFileAsInThePtraceTrace) {
   const test_util::CrossCheckCase program{"growmaps_O2_static", {}};
   const std::string base = ::testing::TempDir() + "/grown_mappings";
-  const std::string log_path = base + ".nlog", single = base + ".single.ucir",
-                    joined = base + ".joined.ucir";
-  const NativeLog::Cpuid cpuid = test_util::NativeCpuid();
-  test_util::Recording ptrace_rec;
-  ptrace_rec.path = base + ".ptrace.ucir";
-  test_util::RecordWithPtraceAsNative(program, cpuid, &ptrace_rec);
+  const std::string single = base + ".single.ucir", joined = base + ".joined.ucir";
+  test_util::BothEngines run;
+  // Intervals, one of them with the mremaps.
+  test_util::RecordWithBothEngines(program, base, /*snapshot_syscalls=*/4, &run);
   if (HasFatalFailure()) return;
-  ASSERT_EQ(ptrace_rec.result.exit_code, 0);
-  NativeOptions given;
-  test_util::GiveRecordedInputs(ptrace_rec.path, &given);
-  given.snapshot_syscalls = 4;  // intervals, one of them with the mremaps
-  ASSERT_EQ(test_util::RecordNativeLog(test_util::ArgvOf(program), log_path, given), "");
-  core::Expected<NativeLog> log = ReadNativeLog(log_path);
-  ASSERT_TRUE(log.ok()) << log.status().message();
+  ASSERT_EQ(run.ptrace.result.exit_code, 0);
 
   // The ground truth: both mremaps grew the file's first page into its 3 pages.
-  const std::vector<GrownMapping> truth = AfterMremaps(ptrace_rec.path);
+  const std::vector<GrownMapping> truth = AfterMremaps(run.ptrace.path);
   ASSERT_EQ(truth.size(), 2u);
   const std::vector<std::string> file = {"0x61 x4096", "0x62 x4096", "0x63 x4096"};
   EXPECT_EQ(truth[0].pages, file);
   EXPECT_EQ(truth[1].pages, file);
   EXPECT_NE(truth[0].address, truth[1].address);
 
-  MaterializeOptions one_pass;
-  one_pass.use_snapshots = false;
-  core::Expected<RecordResult> s = test_util::MaterializeTo(*log, single, one_pass);
-  EXPECT_TRUE(s.ok()) << s.status().message();
-  // Also when it diverged (the registers that read zeros differ at the next
-  // call): the trace up to there is kept.
-  EXPECT_EQ(AfterMremaps(single), truth) << "single pass";
-  if (!s.ok()) return;
-  test_util::CompareTraces(ptrace_rec.path, single, "ptrace", "single pass");
+  // Also when a pass diverged (the registers that read zeros differ at the
+  // next call).
+  test_util::MaterializeBothWaysAndCompare(run, single, joined,
+                                           [&](const std::string& trace, const char* what) {
+                                             EXPECT_EQ(AfterMremaps(trace), truth) << what;
+                                           });
   if (HasFailure()) return;
-
-  MaterializeOptions parallel;
-  parallel.jobs = 2;
-  core::Expected<RecordResult> j = test_util::MaterializeTo(*log, joined, parallel);
-  ASSERT_TRUE(j.ok()) << j.status().message();
-  EXPECT_EQ(AfterMremaps(joined), truth) << "joined intervals";
-  test_util::CompareTraces(ptrace_rec.path, joined, "ptrace", "joined intervals");
-  if (HasFailure()) return;
-  for (const std::string& p : {log_path, single, joined, ptrace_rec.path}) {
-    std::remove(p.c_str());
-    std::remove((p + ".bsidx").c_str());
-  }
-  for (const SnapshotRef& r : log->snapshots) std::remove((log->directory + "/" + r.file).c_str());
+  test_util::RemoveRunFiles(run, {single, joined});
 }
 
 }  // namespace

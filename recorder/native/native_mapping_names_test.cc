@@ -119,53 +119,39 @@ std::size_t ExpectSameFileMappings(const std::string& truth, const std::string& 
 TEST(NativeMappingNames, FileMappingsAreNamedAsByThePtraceEngine) {
   const test_util::CrossCheckCase program{"filemaps_O0_pie", {}};
   const std::string base = ::testing::TempDir() + "/mapping_names";
-  const std::string log_path = base + ".nlog", single = base + ".single.ucir",
-                    joined = base + ".joined.ucir";
-  // The ptrace engine's recording, with what the native run needs to be
-  // the same run (native_crosscheck_test.cc).
-  const NativeLog::Cpuid cpuid = test_util::NativeCpuid();
-  test_util::Recording ptrace_rec;
-  ptrace_rec.path = base + ".ptrace.ucir";
-  test_util::RecordWithPtraceAsNative(program, cpuid, &ptrace_rec);
+  const std::string single = base + ".single.ucir", joined = base + ".joined.ucir";
+  test_util::BothEngines run;
+  // Intervals that start with files mapped.
+  test_util::RecordWithBothEngines(program, base, /*snapshot_syscalls=*/4, &run);
   if (HasFatalFailure()) return;
-  NativeOptions given;
-  test_util::GiveRecordedInputs(ptrace_rec.path, &given);
-  given.snapshot_syscalls = 4;  // intervals that start with files mapped
-  ASSERT_EQ(test_util::RecordNativeLog(test_util::ArgvOf(program), log_path, given), "");
-  core::Expected<NativeLog> log = ReadNativeLog(log_path);
-  ASSERT_TRUE(log.ok()) << log.status().message();
   // The log names the files ld.so and the program mapped.
   std::size_t named = 0;
-  for (const LoggedSyscall& s : log->syscalls) named += s.mapped.has_value();
+  for (const LoggedSyscall& s : run.log.syscalls) named += s.mapped.has_value();
   EXPECT_GE(named, 8u);
   // Some interval starts where a file is mapped.
-  ASSERT_GE(log->snapshots.size(), 3u);
-  EXPECT_FALSE(MappingNames::After(*log, log->snapshots[1].syscall).ranges().empty());
+  ASSERT_GE(run.log.snapshots.size(), 3u);
+  EXPECT_FALSE(MappingNames::After(run.log, run.log.snapshots[1].syscall).ranges().empty());
 
   MaterializeOptions one_pass;
   one_pass.use_snapshots = false;
-  core::Expected<RecordResult> s = test_util::MaterializeTo(*log, single, one_pass);
+  core::Expected<RecordResult> s = test_util::MaterializeTo(run.log, single, one_pass);
   ASSERT_TRUE(s.ok()) << s.status().message();
-  EXPECT_EQ(s->syscalls, ptrace_rec.result.syscalls);
-  EXPECT_GT(ExpectSameFileMappings(ptrace_rec.path, single, "single pass"), 10u);
+  EXPECT_EQ(s->syscalls, run.ptrace.result.syscalls);
+  EXPECT_GT(ExpectSameFileMappings(run.ptrace.path, single, "single pass"), 10u);
   if (HasFailure()) return;
 
   MaterializeOptions parallel;
   parallel.jobs = 2;
-  core::Expected<RecordResult> j = test_util::MaterializeTo(*log, joined, parallel);
+  core::Expected<RecordResult> j = test_util::MaterializeTo(run.log, joined, parallel);
   ASSERT_TRUE(j.ok()) << j.status().message();
   const std::string expected = FileBytes(single), got = FileBytes(joined);
   ASSERT_EQ(got.size(), expected.size());
   const auto diff = std::mismatch(got.begin(), got.end(), expected.begin());
   EXPECT_TRUE(diff.first == got.end())
       << "first different byte at offset " << (diff.first - got.begin());
-  EXPECT_GT(ExpectSameFileMappings(ptrace_rec.path, joined, "joined intervals"), 10u);
+  EXPECT_GT(ExpectSameFileMappings(run.ptrace.path, joined, "joined intervals"), 10u);
   if (HasFailure()) return;
-  for (const std::string& p : {log_path, single, joined, ptrace_rec.path}) {
-    std::remove(p.c_str());
-    std::remove((p + ".bsidx").c_str());
-  }
-  for (const SnapshotRef& r : log->snapshots) std::remove((log->directory + "/" + r.file).c_str());
+  test_util::RemoveRunFiles(run, {single, joined});
 }
 
 }  // namespace

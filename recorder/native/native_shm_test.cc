@@ -95,60 +95,37 @@ std::vector<std::string> AfterShmCalls(const std::string& path) {
 TEST(NativeShm, AttachedSegmentsAreMaterializedAsThePtraceEngineRecordsThem) {
   const test_util::CrossCheckCase program{"shmats_O2_static", {}};
   const std::string base = ::testing::TempDir() + "/native_shm";
-  const std::string log_path = base + ".nlog", single = base + ".single.ucir",
-                    joined = base + ".joined.ucir";
-  const NativeLog::Cpuid cpuid = test_util::NativeCpuid();
-  test_util::Recording ptrace_rec;
-  ptrace_rec.path = base + ".ptrace.ucir";
-  ASSERT_EQ(unshare(CLONE_NEWIPC), 0) << "a new IPC namespace: " << std::strerror(errno);
-  test_util::RecordWithPtraceAsNative(program, cpuid, &ptrace_rec);
+  const std::string single = base + ".single.ucir", joined = base + ".joined.ucir";
+  test_util::BothEngines run;
+  // Each run in a new IPC namespace, so that shmget gives both the same id;
+  // intervals, some starting with the segment attached.
+  test_util::RecordWithBothEngines(program, base, /*snapshot_syscalls=*/1, &run, [] {
+    ASSERT_EQ(unshare(CLONE_NEWIPC), 0) << "a new IPC namespace: " << std::strerror(errno);
+  });
   if (HasFatalFailure()) return;
-  ASSERT_EQ(ptrace_rec.result.exit_code, 0);
-  NativeOptions given;
-  test_util::GiveRecordedInputs(ptrace_rec.path, &given);
-  given.snapshot_syscalls = 1;  // intervals, some starting with the segment attached
-  ASSERT_EQ(unshare(CLONE_NEWIPC), 0) << "a new IPC namespace: " << std::strerror(errno);
-  ASSERT_EQ(test_util::RecordNativeLog(test_util::ArgvOf(program), log_path, given), "");
-  core::Expected<NativeLog> log = ReadNativeLog(log_path);
-  ASSERT_TRUE(log.ok()) << log.status().message();
+  ASSERT_EQ(run.ptrace.result.exit_code, 0);
   // Some interval starts with the segment attached (its restore replays the shmat).
   bool attached_at_a_snapshot = false;
-  for (const SnapshotRef& r : log->snapshots) {
-    for (const MappingNames::NamedRange& n : MappingNames::After(*log, r.syscall).ranges())
+  for (const SnapshotRef& r : run.log.snapshots) {
+    for (const MappingNames::NamedRange& n : MappingNames::After(run.log, r.syscall).ranges())
       attached_at_a_snapshot |= n.path.rfind("/SYSV", 0) == 0;
   }
   EXPECT_TRUE(attached_at_a_snapshot);
 
   // The ground truth: the segment attached twice, holding the written bytes
   // the second time, and gone after each shmdt.
-  const std::vector<std::string> truth = AfterShmCalls(ptrace_rec.path);
+  const std::vector<std::string> truth = AfterShmCalls(run.ptrace.path);
   ASSERT_EQ(truth.size(), 4u);
   EXPECT_NE(truth[0].find("/SYSV"), std::string::npos) << truth[0];
   EXPECT_NE(truth[2].find("[0x78 x4096] [0x79 x4096] [0x7a x4096]"), std::string::npos) << truth[2];
   EXPECT_NE(truth[3].find("unmapped"), std::string::npos) << truth[3];
 
-  MaterializeOptions one_pass;
-  one_pass.use_snapshots = false;
-  core::Expected<RecordResult> s = test_util::MaterializeTo(*log, single, one_pass);
-  EXPECT_TRUE(s.ok()) << s.status().message();
-  // Also when it diverged: the trace up to there is kept.
-  EXPECT_EQ(AfterShmCalls(single), truth) << "single pass";
-  if (!s.ok()) return;
-  test_util::CompareTraces(ptrace_rec.path, single, "ptrace", "single pass");
+  test_util::MaterializeBothWaysAndCompare(run, single, joined,
+                                           [&](const std::string& trace, const char* what) {
+                                             EXPECT_EQ(AfterShmCalls(trace), truth) << what;
+                                           });
   if (HasFailure()) return;
-
-  MaterializeOptions parallel;
-  parallel.jobs = 2;
-  core::Expected<RecordResult> j = test_util::MaterializeTo(*log, joined, parallel);
-  ASSERT_TRUE(j.ok()) << j.status().message();
-  EXPECT_EQ(AfterShmCalls(joined), truth) << "joined intervals";
-  test_util::CompareTraces(ptrace_rec.path, joined, "ptrace", "joined intervals");
-  if (HasFailure()) return;
-  for (const std::string& p : {log_path, single, joined, ptrace_rec.path}) {
-    std::remove(p.c_str());
-    std::remove((p + ".bsidx").c_str());
-  }
-  for (const SnapshotRef& r : log->snapshots) std::remove((log->directory + "/" + r.file).c_str());
+  test_util::RemoveRunFiles(run, {single, joined});
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "backstep/core/hex.h"
 #include "recorder/native/native_session.h"
@@ -20,18 +21,27 @@ constexpr std::uint64_t kPage = 4096;
 
 std::uint64_t Pages(std::uint64_t n) { return (n + kPage - 1) / kPage * kPage; }
 
+// The tracee's mapping (as /proc/PID/maps shows it now) that holds
+// `address`, if any.
+core::Expected<std::optional<Mapping>> MappingAt(const Tracee& tracee, std::uint64_t address) {
+  core::Expected<std::vector<Mapping>> maps = tracee.ReadMaps();
+  if (!maps.ok()) return maps.status();
+  for (const Mapping& m : *maps) {
+    if (address >= m.start && address < m.end()) return std::optional<Mapping>(m);
+  }
+  return std::optional<Mapping>();
+}
+
 // After a successful file mmap `call`: the file /proc/PID/maps names at the
 // address it returned and the offset there, into call->mapped (nothing
 // when the kernel shows anonymous memory there).
 core::Status LogMappedFile(const Tracee& tracee, LoggedSyscall* call) {
   const std::uint64_t address = call->exit.rax;
-  core::Expected<std::vector<Mapping>> maps = tracee.ReadMaps();
-  if (!maps.ok()) return maps.status();
-  for (const Mapping& m : *maps) {
-    if (address < m.start || address >= m.end()) continue;
-    if (!m.name.empty())
-      call->mapped = {m.name, m.file_offset + (address - m.start), Pages(call->entry.rsi)};
-    break;
+  core::Expected<std::optional<Mapping>> m = MappingAt(tracee, address);
+  if (!m.ok()) return m.status();
+  if (*m && !(*m)->name.empty()) {
+    call->mapped = {(*m)->name, (*m)->file_offset + (address - (*m)->start),
+                    Pages(call->entry.rsi)};
   }
   return core::Status::Ok();
 }
@@ -57,12 +67,10 @@ core::Status LogGrownFilePages(const Tracee& tracee, LoggedSyscall* call) {
   const std::uint64_t old_size = Pages(call->entry.rsi), new_size = Pages(call->entry.rdx);
   if (new_size <= old_size) return core::Status::Ok();
   const std::uint64_t grown = call->exit.rax + old_size;
-  core::Expected<std::vector<Mapping>> maps = tracee.ReadMaps();
-  if (!maps.ok()) return maps.status();
-  for (const Mapping& m : *maps) {
-    if (grown < m.start || grown >= m.end()) continue;
-    if (!m.name.empty() && m.name[0] != '[') LogContents(tracee, grown, new_size - old_size, call);
-    break;
+  core::Expected<std::optional<Mapping>> m = MappingAt(tracee, grown);
+  if (!m.ok()) return m.status();
+  if (*m && !(*m)->name.empty() && (*m)->name[0] != '[') {
+    LogContents(tracee, grown, new_size - old_size, call);
   }
   return core::Status::Ok();
 }
@@ -72,16 +80,15 @@ core::Status LogGrownFilePages(const Tracee& tracee, LoggedSyscall* call) {
 // writes (materialization maps anonymous memory there and writes them).
 core::Status LogAttachedSegment(const Tracee& tracee, LoggedSyscall* call) {
   const std::uint64_t address = call->exit.rax;
-  core::Expected<std::vector<Mapping>> maps = tracee.ReadMaps();
-  if (!maps.ok()) return maps.status();
-  for (const Mapping& m : *maps) {
-    if (address < m.start || address >= m.end()) continue;
-    call->mapped = {m.name, m.file_offset + (address - m.start), m.end() - address};
-    LogContents(tracee, address, m.end() - address, call);
-    return core::Status::Ok();
+  core::Expected<std::optional<Mapping>> m = MappingAt(tracee, address);
+  if (!m.ok()) return m.status();
+  if (!*m) {
+    return core::Status::Corruption("shmat returned " + core::HexU64(address) +
+                                    ", where /proc/PID/maps shows nothing");
   }
-  return core::Status::Corruption("shmat returned " + core::HexU64(address) +
-                                  ", where /proc/PID/maps shows nothing");
+  call->mapped = {(*m)->name, (*m)->file_offset + (address - (*m)->start), (*m)->end() - address};
+  LogContents(tracee, address, (*m)->end() - address, call);
+  return core::Status::Ok();
 }
 
 // Before shmdt `entry` runs: the attachment it would detach, into *mapped
