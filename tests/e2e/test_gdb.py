@@ -141,15 +141,15 @@ class GdbTest(unittest.TestCase):
         self.assertEqual(positions(out), [2], out)
 
     def test_stdio_keeps_gdb_waiting_while_the_trace_opens(self):
-        # A trace whose index must be built first opens slowly: gdb, at a
-        # remotetimeout of 1 s, resends its first packet after a second
+        # A trace whose index must be built first opens slowly: gdb, at its
+        # default remotetimeout of 2 s, resends its first packet after 2 s
         # without an acknowledgement and then takes the late replies for the
         # next requests'. The server keeps it waiting (cli/stdio_keepalive.h);
         # the test hook makes the open last 5 s on every machine.
         connect = ("target remote | env BACKSTEP_TEST_SLOW_OPEN_MS=5000 %s serve --stdio %s" %
                    (self.env.backstep, self.trace.path))
         argv = util.gdb_argv(["stepi", RIP, WHEN], connect)
-        argv[argv.index(connect) - 1:argv.index(connect) - 1] = ["-ex", "set remotetimeout 1"]
+        argv[argv.index(connect) - 1:argv.index(connect) - 1] = ["-ex", "set remotetimeout 2"]
         out = util.run(argv, check=False)
         self.assertNotIn("Remote replied unexpectedly", out)
         self.assertEqual(util.values(r"RIP=(0x[0-9a-f]+)", out),
