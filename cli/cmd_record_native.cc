@@ -22,6 +22,7 @@
 #include "cli/cli.h"
 #include "recorder/native/materialize.h"
 #include "recorder/native/native_recorder.h"
+#include "recorder/native/tsc_faulting.h"
 #include "recorder/usercorn_sink.h"
 
 namespace backstep::cli {
@@ -63,6 +64,9 @@ int RunRecordNative(const std::vector<std::string>& command, const std::string& 
   }
   int program_status = 0;  // as a shell reports it
   if (!from_log) {
+    if (!record::RdtscFaults()) {
+      std::fprintf(stderr, "backstep: warning: %s\n", record::RdtscNotFaultingHint());
+    }
     record::NativeOptions options;
     options.spawn.argv = command;
     options.portable_cpuid = portable_cpuid;

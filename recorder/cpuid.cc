@@ -141,9 +141,10 @@ bool IsCpuidAt(const Tracee& tracee, std::uint64_t pc) {
   return tracee.ReadMemory(pc, code) == 2 && code[0] == 0x0f && code[1] == 0xa2;
 }
 
-void AnswerCpuid(user_regs_struct* regs) {
-  const CpuidResult r =
-      PortableCpuid(static_cast<std::uint32_t>(regs->rax), static_cast<std::uint32_t>(regs->rcx));
+void AnswerCpuid(user_regs_struct* regs, bool portable) {
+  const auto leaf = static_cast<std::uint32_t>(regs->rax);
+  const auto subleaf = static_cast<std::uint32_t>(regs->rcx);
+  const CpuidResult r = portable ? PortableCpuid(leaf, subleaf) : Host(leaf, subleaf);
   regs->rax = r.eax;
   regs->rbx = r.ebx;
   regs->rcx = r.ecx;

@@ -66,7 +66,8 @@ class CpuidFaultingForThisThread {
 // Whether the tracee's instruction at `pc` is cpuid (0f a2).
 bool IsCpuidAt(const Tracee& tracee, std::uint64_t pc);
 
-// Executes cpuid on `regs` (eax, ecx in; eax..edx out, rip past it).
-void AnswerCpuid(user_regs_struct* regs);
+// Executes cpuid on `regs` (eax, ecx in; eax..edx out, rip past it): the
+// portable table's answer, or (`portable` false) the host CPU's own.
+void AnswerCpuid(user_regs_struct* regs, bool portable = true);
 
 }  // namespace backstep::record

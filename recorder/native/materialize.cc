@@ -22,6 +22,7 @@ extern char** environ;
 #include "recorder/native/interval.h"
 #include "recorder/native/mapping_names.h"
 #include "recorder/native/snapshot.h"
+#include "recorder/native/tsc_faulting.h"
 #include "recorder/signal_disposition.h"
 #include "recorder/syscall_effects.h"
 #include "recorder/usercorn_sink.h"
@@ -127,10 +128,11 @@ class LogAnswerer : public SyscallSource {
   }
   core::Status Diverged(const user_regs_struct& regs, const std::string& difference,
                         std::size_t index) const {
-    return core::Status::Corruption("materialization diverged from the recording at position " +
-                                    std::to_string(sink_.positions()) + where_ + " (system call #" +
-                                    std::to_string(index) + ", `syscall` at " +
-                                    core::HexU64(regs.rip) + "): " + difference);
+    return core::Status::Corruption(
+        "materialization diverged from the recording at position " +
+        std::to_string(sink_.positions()) + where_ + " (system call #" + std::to_string(index) +
+        ", `syscall` at " + core::HexU64(regs.rip) + "): " + difference +
+        (RdtscFaults() ? "" : std::string("; ") + RdtscNotFaultingHint()));
   }
   core::Status CompareEntry(const user_regs_struct& regs, const LoggedSyscall& logged) const;
 

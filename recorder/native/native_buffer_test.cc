@@ -82,6 +82,7 @@ void ExpectPartsEqualTheSinglePass(const NativeLog& log, const std::string& base
 class NativeBuffer : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(NativeBuffer, BufferedCallsAreLoggedAsTracedOnes) {
+  BACKSTEP_SKIP_PIE_WITHOUT_RDTSC_FAULTING(GetParam());
   const std::string base = ::testing::TempDir() + "/buffer-" + GetParam();
   const std::string buffered_log = base + ".on.nlog", traced_log = base + ".off.nlog";
   const BufferedRun on = RecordCounting({Program(GetParam())}, buffered_log, SameInputs());
@@ -144,6 +145,7 @@ TEST_P(NativeBuffer, BufferedCallsAreLoggedAsTracedOnes) {
 // pass byte for byte (the snapshots show the original code, no buffer, the
 // site's rip).
 TEST_P(NativeBuffer, SnapshotsShowTheProgramWithoutTheBuffer) {
+  BACKSTEP_SKIP_PIE_WITHOUT_RDTSC_FAULTING(GetParam());
   const std::string base = ::testing::TempDir() + "/buffer-snap-" + GetParam();
   NativeOptions options = SameInputs();
   options.snapshot_syscalls = 100;

@@ -118,6 +118,7 @@ std::size_t ExpectSameFileMappings(const std::string& truth, const std::string& 
 
 TEST(NativeMappingNames, FileMappingsAreNamedAsByThePtraceEngine) {
   const test_util::CrossCheckCase program{"filemaps_O0_pie", {}};
+  BACKSTEP_SKIP_PIE_WITHOUT_RDTSC_FAULTING(program.name);
   const std::string base = ::testing::TempDir() + "/mapping_names";
   const std::string single = base + ".single.ucir", joined = base + ".joined.ucir";
   test_util::BothEngines run;

@@ -91,6 +91,7 @@ using test_util::MaterializeTo;
 class NativeCrossCheck : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(NativeCrossCheck, MaterializedTraceEqualsEmuTrace) {
+  BACKSTEP_SKIP_PIE_WITHOUT_RDTSC_FAULTING(GetParam());
   const std::string base = ::testing::TempDir() + "/" + GetParam();
   const std::string log_path = base + ".nlog", materialized = base + ".materialized.ucir",
                     emulated = base + ".emu.ucir";
@@ -258,6 +259,26 @@ INSTANTIATE_TEST_SUITE_P(Programs, NativeCrossCheck,
                                            "dataflow_O2_static", "tracepoints_O2_static",
                                            "strings_O0_pie", "faults_O2_static"),
                          [](const auto& p) { return p.param; });
+
+// Where rdtsc does not fault, a dynamically linked program's recording
+// cannot be materialized (ld.so reads the counter unseen): the error names
+// the divergence and the reason, and what to use instead.
+TEST(NativeRdtsc, WithoutRdtscFaultingMaterializationSaysWhy) {
+  if (RdtscFaults()) GTEST_SKIP() << "rdtsc faults on this machine: the native engine logs it";
+  const std::string base = ::testing::TempDir() + "/unfaulted-rdtsc";
+  ASSERT_EQ(RecordLog("strings_O0_pie", base + ".nlog"), "");
+  core::Expected<NativeLog> log = ReadNativeLog(base + ".nlog");
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  const core::Expected<RecordResult> m = MaterializeTo(*log, base + ".ucir");
+  ASSERT_FALSE(m.ok());
+  const core::Status& s = m.status();
+  EXPECT_NE(s.message().find("materialization diverged from the recording"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("does not make rdtsc fault"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("--engine ptrace"), std::string::npos) << s.message();
+  std::remove((base + ".nlog").c_str());
+  std::remove((base + ".ucir").c_str());
+}
 
 TEST(NativeDivergence, EditedLogIsCaughtAtTheSystemCall) {
   const std::string log_path = ::testing::TempDir() + "/planted.nlog";

@@ -63,9 +63,9 @@ bool MayBlock(std::uint64_t nr, const std::uint64_t args[6]) {
 }  // namespace
 
 core::Status PtraceSession::Start() {
-  // Without CPUID faulting (a CPU lacking cpuid_fault), --cpuid portable is
-  // kept by answering each cpuid the stepper is about to execute (StepOnce):
-  // this engine sees every instruction before the CPU runs it.
+  // Without CPUID faulting (a CPU lacking cpuid_fault), each cpuid the
+  // stepper is about to execute is answered instead (StepOnce): this engine
+  // sees every instruction before the CPU runs it.
   traps_ = EnableTraps(tracee_, options_.spawn.trap_rdtsc, options_.portable_cpuid);
   InitialState initial;
   if (core::Status s = ReadInitialState(tracee_, layout_, options_.hide_vdso, &space_, &initial);
@@ -131,9 +131,13 @@ core::Status PtraceSession::StepOnce() {
   if (decoded.syscall && threads_.several()) {
     if (std::optional<core::Status> handled = ThreadSyscall(pc, decoded)) return *handled;
   }
-  if (options_.portable_cpuid && !traps_.cpuid && decoded.cpuid && pending_signal_ == 0) {
-    user_regs_struct after = regs_;  // answered from the portable table, not run
-    AnswerCpuid(&after);
+  if (decoded.cpuid && !traps_.cpuid && pending_signal_ == 0) {
+    // Answered here, never single-stepped: from the portable table, or the
+    // host's own cpuid. Some hypervisors end a step over cpuid (which they
+    // emulate) one instruction late, so a stepped cpuid would hide the next
+    // instruction from the trace.
+    user_regs_struct after = regs_;
+    AnswerCpuid(&after, options_.portable_cpuid);
     if (core::Status s = tracee_.SetRegs(after); !s.ok()) return s;
     return OnStepped(pc, decoded);
   }
