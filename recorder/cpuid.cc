@@ -2,10 +2,13 @@
 
 #include <asm/prctl.h>
 #include <cpuid.h>
+#include <sched.h>
 #include <sys/syscall.h>
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <optional>
 #include <string>
 
 namespace backstep::record {
@@ -141,10 +144,89 @@ bool IsCpuidAt(const Tracee& tracee, std::uint64_t pc) {
   return tracee.ReadMemory(pc, code) == 2 && code[0] == 0x0f && code[1] == 0xa2;
 }
 
+namespace {
+
+// The id fields WithFirstCpuIds puts in (those of the first allowed CPU).
+struct CpuIds {
+  std::uint32_t apic = 0, x2apic_b = 0, x2apic_1f = 0;
+  std::uint32_t ext_apic = 0, core = 0, node = 0;
+};
+
+// The ids of the first CPU the calling thread may use, read now.
+CpuIds ReadFirstCpuIds() {
+  cpu_set_t saved, one;
+  CPU_ZERO(&saved);
+  CPU_ZERO(&one);
+  const bool pinned = sched_getaffinity(0, sizeof saved, &saved) == 0;
+  if (pinned) {
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &saved)) {
+        CPU_SET(cpu, &one);
+        break;
+      }
+    }
+    sched_setaffinity(0, sizeof one, &one);
+  }
+  CpuIds r;
+  const std::uint32_t max_basic = Host(0, 0).eax, max_ext = Host(0x80000000, 0).eax;
+  r.apic = Host(1, 0).ebx & 0xff000000;
+  if (max_basic >= 0xb) r.x2apic_b = Host(0xb, 0).edx;
+  if (max_basic >= 0x1f) r.x2apic_1f = Host(0x1f, 0).edx;
+  if (max_ext >= 0x8000001e) {
+    const CpuidResult e = Host(0x8000001e, 0);
+    r.ext_apic = e.eax;
+    r.core = e.ebx & 0xff;
+    r.node = e.ecx & 0xff;
+  }
+  if (pinned) sched_setaffinity(0, sizeof saved, &saved);
+  return r;
+}
+
+std::mutex g_ids_mutex;
+std::optional<CpuIds> g_ids;  // guarded by g_ids_mutex
+
+CpuIds FirstCpuIds() {
+  std::lock_guard<std::mutex> lock(g_ids_mutex);
+  if (!g_ids) g_ids = ReadFirstCpuIds();
+  return *g_ids;
+}
+
+}  // namespace
+
+void PrimeHostCpuIds() {
+  const CpuIds ids = ReadFirstCpuIds();
+  std::lock_guard<std::mutex> lock(g_ids_mutex);
+  g_ids = ids;
+}
+
+CpuidResult WithFirstCpuIds(std::uint32_t leaf, CpuidResult r) {
+  const CpuIds ids = FirstCpuIds();
+  switch (leaf) {
+    case 1:
+      r.ebx = (r.ebx & 0x00ffffff) | ids.apic;
+      break;
+    case 0xb:
+      r.edx = ids.x2apic_b;
+      break;
+    case 0x1f:
+      r.edx = ids.x2apic_1f;
+      break;
+    case 0x8000001e:
+      r.eax = ids.ext_apic;
+      r.ebx = (r.ebx & ~0xffu) | ids.core;
+      r.ecx = (r.ecx & ~0xffu) | ids.node;
+      break;
+    default:
+      break;
+  }
+  return r;
+}
+
 void AnswerCpuid(user_regs_struct* regs, bool portable) {
   const auto leaf = static_cast<std::uint32_t>(regs->rax);
   const auto subleaf = static_cast<std::uint32_t>(regs->rcx);
-  const CpuidResult r = portable ? PortableCpuid(leaf, subleaf) : Host(leaf, subleaf);
+  const CpuidResult r =
+      portable ? PortableCpuid(leaf, subleaf) : WithFirstCpuIds(leaf, Host(leaf, subleaf));
   regs->rax = r.eax;
   regs->rbx = r.ebx;
   regs->rcx = r.ecx;

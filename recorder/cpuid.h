@@ -66,8 +66,24 @@ class CpuidFaultingForThisThread {
 // Whether the tracee's instruction at `pc` is cpuid (0f a2).
 bool IsCpuidAt(const Tracee& tracee, std::uint64_t pc);
 
+// `r` (the host's answer for `leaf`) with the fields that name the CPU
+// that asked (the APIC ids of leaves 1, 0xb and 0x1f; AMD's leaf 0x8000001e
+// extended APIC, core and node ids) replaced by those of the first CPU this
+// process may use, as last read (PrimeHostCpuIds). They differ between
+// CPUs and, on some VMs, on one CPU from minute to minute; so every answer
+// backstep gives from the host (the ptrace engine's, a native recording's
+// materialization) names one CPU, the one the native engine pins a program
+// to, as that program's own cpuid did when it ran about then.
+CpuidResult WithFirstCpuIds(std::uint32_t leaf, CpuidResult r);
+
+// Reads those ids again, now (otherwise the first answer does, and a child
+// process keeps its parent's): the native engine does at the start of a
+// recording, and a test that compares recordings before it makes them.
+void PrimeHostCpuIds();
+
 // Executes cpuid on `regs` (eax, ecx in; eax..edx out, rip past it): the
-// portable table's answer, or (`portable` false) the host CPU's own.
+// portable table's answer, or (`portable` false) the host CPU's own,
+// WithFirstCpuIds.
 void AnswerCpuid(user_regs_struct* regs, bool portable = true);
 
 }  // namespace backstep::record

@@ -250,16 +250,17 @@ core::Expected<Stop> LogAnswerer::Answer(Tracee& tracee, const user_regs_struct&
   return Stop{};
 }
 
-// The host CPU's cpuid as CPU `one` answers it: the calling thread runs
-// there for that instruction only, so that the rest of the materialization
-// (and the intervals running at once) may use every CPU.
+// The host CPU's cpuid as CPU `one` answers it, WithFirstCpuIds (they can
+// change even there: cpuid.h): the calling thread runs there for that
+// instruction only, so that the rest of the materialization (and the
+// intervals running at once) may use every CPU.
 CpuidResult HostCpuid(const cpu_set_t& one, const cpu_set_t& others, std::uint32_t leaf,
                       std::uint32_t subleaf) {
   sched_setaffinity(0, sizeof one, &one);
   CpuidResult r;
   __cpuid_count(leaf, subleaf, r.eax, r.ebx, r.ecx, r.edx);
   sched_setaffinity(0, sizeof others, &others);
-  return r;
+  return WithFirstCpuIds(leaf, r);
 }
 
 std::string HowItEnded(const RecordResult& r) {

@@ -62,7 +62,8 @@ std::string RecordEmuLike(const NativeLog& log, const std::string& trace) {
         bytes.insert(bytes.end(), w.bytes.begin(), w.bytes.end());
     }
     if (log.cpuid == NativeLog::Cpuid::kHost) {
-      // The CPU the recording ran on answers (this worker is pinned to it).
+      // The CPU the recording ran on answers (this worker is pinned to it),
+      // with the ids materialization gives (cpuid.h).
       cpu_set_t one;
       CPU_ZERO(&one);
       CPU_SET(log.cpu, &one);
@@ -70,7 +71,7 @@ std::string RecordEmuLike(const NativeLog& log, const std::string& trace) {
       inputs.cpuid = [](std::uint32_t leaf, std::uint32_t subleaf) {
         CpuidResult r;
         __cpuid_count(leaf, subleaf, r.eax, r.ebx, r.ecx, r.edx);
-        return r;
+        return WithFirstCpuIds(leaf, r);
       };
     }
     auto sink = UsercornSink::Create(trace, false);
@@ -87,6 +88,19 @@ std::string RecordEmuLike(const NativeLog& log, const std::string& trace) {
 }
 
 using test_util::MaterializeTo;
+
+// Each test reads the CPU ids anew as it starts (cpuid.h, PrimeHostCpuIds):
+// the recordings and materializations it compares, made within seconds of
+// each other, then answer cpuid with the ids the program saw, even on a VM
+// whose ids change from minute to minute. (Every test binary of this
+// directory links this file.)
+class PrimeCpuIdsPerTest : public ::testing::EmptyTestEventListener {
+  void OnTestStart(const ::testing::TestInfo&) override { PrimeHostCpuIds(); }
+};
+const bool kPrimeCpuIdsPerTest = [] {
+  ::testing::UnitTest::GetInstance()->listeners().Append(new PrimeCpuIdsPerTest);
+  return true;
+}();
 
 class NativeCrossCheck : public ::testing::TestWithParam<std::string> {};
 

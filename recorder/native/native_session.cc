@@ -56,6 +56,9 @@ core::Status NativeSession::Start() {
     log_.cpuid = NativeLog::Cpuid::kHost;
     log_.cpu = cpu_;
     log_.cpu_signature = CpuSignature();
+    // The ids the program's cpuid will show, for this process's
+    // materialization to answer with (cpuid.h, WithFirstCpuIds).
+    PrimeHostCpuIds();
   }
   result_.cpuid = log_.cpuid;
   core::Expected<std::vector<std::uint8_t>> auxv = tracee_.ReadAuxv();
