@@ -2,7 +2,6 @@
 
 #include <asm/prctl.h>
 #include <cpuid.h>
-#include <sched.h>
 #include <sys/syscall.h>
 
 #include <cerrno>
@@ -10,6 +9,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+
+#include "recorder/one_cpu.h"
 
 namespace backstep::record {
 namespace {
@@ -154,19 +155,7 @@ struct CpuIds {
 
 // The ids of the first CPU the calling thread may use, read now.
 CpuIds ReadFirstCpuIds() {
-  cpu_set_t saved, one;
-  CPU_ZERO(&saved);
-  CPU_ZERO(&one);
-  const bool pinned = sched_getaffinity(0, sizeof saved, &saved) == 0;
-  if (pinned) {
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-      if (CPU_ISSET(cpu, &saved)) {
-        CPU_SET(cpu, &one);
-        break;
-      }
-    }
-    sched_setaffinity(0, sizeof one, &one);
-  }
+  const ThreadOnCpu on(FirstAllowedCpu());
   CpuIds r;
   const std::uint32_t max_basic = Host(0, 0).eax, max_ext = Host(0x80000000, 0).eax;
   r.apic = Host(1, 0).ebx & 0xff000000;
@@ -178,7 +167,6 @@ CpuIds ReadFirstCpuIds() {
     r.core = e.ebx & 0xff;
     r.node = e.ecx & 0xff;
   }
-  if (pinned) sched_setaffinity(0, sizeof saved, &saved);
   return r;
 }
 

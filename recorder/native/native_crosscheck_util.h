@@ -17,7 +17,7 @@
 #include "recorder/crosscheck_test_util.h"
 #include "recorder/native/native_recorder.h"
 #include "recorder/native/native_test_util.h"
-#include "recorder/native/one_cpu.h"
+#include "recorder/one_cpu.h"
 #include "recorder/trace_compare_test_util.h"
 
 namespace backstep::record::test_util {

@@ -27,7 +27,7 @@
 #include "recorder/native/mapping_names.h"
 #include "recorder/native/native_crosscheck_util.h"
 #include "recorder/native/native_test_util.h"
-#include "recorder/native/one_cpu.h"
+#include "recorder/one_cpu.h"
 
 namespace backstep::record {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "recorder/cpuid.h"
 #include "recorder/native/native_session.h"
-#include "recorder/native/one_cpu.h"
+#include "recorder/one_cpu.h"
 
 namespace backstep::record {
 

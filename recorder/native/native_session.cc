@@ -16,7 +16,7 @@
 
 #include "backstep/core/hex.h"
 #include "recorder/cpuid.h"
-#include "recorder/native/one_cpu.h"
+#include "recorder/one_cpu.h"
 #include "recorder/native/seccomp_trap.h"
 #include "recorder/native/unrecorded_child.h"
 #include "recorder/signal_disposition.h"

@@ -1,4 +1,4 @@
-#include "recorder/native/one_cpu.h"
+#include "recorder/one_cpu.h"
 
 #include <cerrno>
 #include <cstring>

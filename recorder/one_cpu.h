@@ -1,7 +1,8 @@
-// One CPU for the native engine's record phase (native_recorder.h): the
+// One CPU: for the native engine's record phase (native/native_recorder.h), the
 // program and the recorder's thread run on the same CPU, so that a stop and a
 // resume are a switch between the two, never to the idle thread (which would
 // rewrite the CPUID faulting setting: cpuid.h, CpuidFaultingForThisThread).
+// Also where cpuid.cc reads the first CPU's ids (WithFirstCpuIds).
 //
 // Thread-safety: acts on the calling thread or on the given process.
 #pragma once
