@@ -52,12 +52,50 @@ class IndexPartBuilder {
 
   std::uint64_t WriteRegisterRecord(const RegisterFile& regs);
   void WriteThreadRecord(ThreadState& t);
-  std::size_t ThreadIndex(ThreadId tid, std::uint64_t event);
+  // Inline for the previous event's thread (almost every event): the call
+  // alone cost as much as the lookup.
+  std::size_t ThreadIndex(ThreadId tid, std::uint64_t event) {
+    if (has_last_ && tid.value == last_tid_) {
+      ThreadState& t = *threads_[last_index_];
+      if (t.out.first_event == kNoEvent) t.out.first_event = event;
+      return last_index_;
+    }
+    return LookUpThread(tid, event);
+  }
+  std::size_t LookUpThread(ThreadId tid, std::uint64_t event);
   void Keyframe();
   void IndexEvent(const Event& e, std::uint64_t event);
   // `write_index`: the access's index in the event's writes (for reads: 0).
+  // Inline: most accesses lie inside one page and infer nothing, one piece
+  // added without a call of its own (or the split loop of AddPieces).
   void AddAccess(AccessListBuilder& list, std::uint64_t event, const MemoryAccess& access,
-                 bool is_read, std::size_t write_index = 0);
+                 bool is_read, std::size_t write_index = 0) {
+    const std::uint64_t total = access.data.size();
+    const auto first = static_cast<std::uint32_t>(access.address & (kPageSize - 1));
+    if (!infers_values_ && total != 0 && total <= kPageSize - first) {
+      AddPiece(list, event, access.address >> kPageBits, first, access.data, 0, total, is_read,
+               write_index);
+    } else {
+      AddPieces(list, event, access, is_read, write_index);
+    }
+  }
+  // AddAccess's general case: the access split at page boundaries (and, for
+  // reads, fed to the inference tracker).
+  void AddPieces(AccessListBuilder& list, std::uint64_t event, const MemoryAccess& access,
+                 bool is_read, std::size_t write_index);
+  // One page piece of an access into `list` (data: the piece's bytes, at
+  // `done` in the access of `total` bytes).
+  void AddPiece(AccessListBuilder& list, std::uint64_t event, std::uint64_t page,
+                std::uint32_t offset, std::span<const std::uint8_t> piece, std::uint64_t done,
+                std::uint64_t total, bool is_read, std::size_t write_index) {
+    const std::optional<std::uint64_t> ref = RefOffset(piece.data(), piece.size());
+    if (!ref && !is_read && plan_.event_refs && piece.size() >= kMinEventReferencedLength) {
+      const EventDataRef source{write_index, event_position_.offset, event_position_.aux};
+      list.Add(event, page, offset, piece, std::nullopt, done, total, &source);
+    } else {
+      list.Add(event, page, offset, piece, ref, done, total);
+    }
+  }
   std::optional<std::uint64_t> RefOffset(const std::uint8_t* data, std::size_t length) const;
   std::uint64_t Pc(const RegisterFile& regs) const;
   void StartSegment(std::uint64_t first);
@@ -148,12 +186,7 @@ void IndexPartBuilder::WriteThreadRecord(ThreadState& t) {
   t.recorded = t.regs;
 }
 
-std::size_t IndexPartBuilder::ThreadIndex(ThreadId tid, std::uint64_t event) {
-  if (has_last_ && tid.value == last_tid_) {
-    ThreadState& t = *threads_[last_index_];
-    if (t.out.first_event == kNoEvent) t.out.first_event = event;
-    return last_index_;
-  }
+std::size_t IndexPartBuilder::LookUpThread(ThreadId tid, std::uint64_t event) {
   auto [it, inserted] = thread_index_.try_emplace(tid.value, threads_.size());
   if (inserted) {
     auto t = std::make_unique<ThreadState>(tid, arch_);
@@ -201,9 +234,7 @@ std::optional<std::uint64_t> IndexPartBuilder::RefOffset(const std::uint8_t* dat
   return static_cast<std::uint64_t>(data - begin);
 }
 
-// Splits an access at page boundaries into `list` (and, for reads, feeds
-// the inference tracker).
-void IndexPartBuilder::AddAccess(AccessListBuilder& list, std::uint64_t event,
+void IndexPartBuilder::AddPieces(AccessListBuilder& list, std::uint64_t event,
                                  const MemoryAccess& access, bool is_read,
                                  std::size_t write_index) {
   const std::uint64_t total = access.data.size();
@@ -213,13 +244,7 @@ void IndexPartBuilder::AddAccess(AccessListBuilder& list, std::uint64_t event,
     const std::uint32_t offset = static_cast<std::uint32_t>(a & (kPageSize - 1));
     const std::uint64_t n = std::min<std::uint64_t>(total - done, kPageSize - offset);
     auto piece = access.data.subspan(done, n);
-    const std::optional<std::uint64_t> ref = RefOffset(piece.data(), n);
-    if (!ref && !is_read && plan_.event_refs && n >= kMinEventReferencedLength) {
-      const EventDataRef source{write_index, event_position_.offset, event_position_.aux};
-      list.Add(event, page, offset, piece, std::nullopt, done, total, &source);
-    } else {
-      list.Add(event, page, offset, piece, ref, done, total);
-    }
+    AddPiece(list, event, page, offset, piece, done, total, is_read, write_index);
     if (infers_values_) {
       if (is_read) {
         tracker_.Read(page, offset, static_cast<std::uint32_t>(n),
@@ -262,6 +287,7 @@ void IndexPartBuilder::IndexEvent(const Event& e, std::uint64_t event) {
   if (!e.registers.empty()) t.dirty = true;
   for (std::size_t i = 0; i < e.writes.size(); ++i)
     AddAccess(writes_, event, e.writes[i], false, i);
+  if (e.description.empty()) return;  // no notes (ClassifyNotes), and no call per event
   const IndexedNotes notes = ClassifyNotes(e.kind, e.description);
   if (notes.plain_syscall) {
     plain_syscalls_.Add({event, e.thread, *notes.plain_syscall});
