@@ -40,7 +40,11 @@ FakeTarget::FakeTarget()
 }
 
 RegisterLayout FakeTarget::register_layout() {
-  return RegisterLayout{kRegisterCount, kPcRegnum, kExpedited};
+  RegisterLayout layout;  // no frame registers: `expedited` goes to every client
+  layout.count = kRegisterCount;
+  layout.pc = kPcRegnum;
+  layout.expedited = kExpedited;
+  return layout;
 }
 
 core::Expected<RegisterValue> FakeTarget::ReadRegister(core::ThreadId thread, int regnum) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include "formats/reven/reven_format.h"
 #include "util/hex.h"
@@ -112,7 +113,12 @@ void RevenReader::FillProperties(const std::vector<std::string>& unmapped) {
   header_.arch = &X86_64();
   header_.address_kind = AddressKind::kPhysical;
   header_.records_reads = false;
-  for (const Region& r : regions_) header_.regions.push_back({r.start, r.size, ""});
+  for (const Region& r : regions_) {
+    MemoryRegion region;  // REVEN regions have no name or permissions
+    region.start = r.start;
+    region.size = r.size;
+    header_.regions.push_back(std::move(region));
+  }
   auto& p = header_.properties;
   p.emplace_back("format version", metadata_.format_version);
   p.emplace_back("metadata version", std::to_string(metadata_.metadata_version));
