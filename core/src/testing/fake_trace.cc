@@ -107,7 +107,7 @@ Status FakeTraceReader::Parse() {
     region.bytes = r.Bytes(size);
     region.known = r.Bytes(size);
     regions_.push_back(region);
-    header_.regions.push_back(MemoryRegion{region.start, size, ""});
+    header_.regions.push_back(MemoryRegion{region.start, size, "", "", 0});
   }
   std::sort(regions_.begin(), regions_.end(),
             [](const Region& a, const Region& b) { return a.start < b.start; });

@@ -20,7 +20,7 @@ std::optional<Address> RevenGenInfo::Translate(Address va) const {
 
 void RevenGenRun::Layout() {
   for (const RevenRegion& r : kGenRegions) {
-    info_.regions.push_back({r.start, r.size, ""});
+    info_.regions.push_back({r.start, r.size, "", "", 0});
     image_.emplace_back(r.size, 0);
   }
   dirty_.assign(kGenRegions[2].start / kGenPage + kGenRegions[2].size / kGenPage, 0);

@@ -28,7 +28,9 @@ TEST(GdbSignalsTest, LinuxNumbersToGdbs) {
 
 TEST(GdbSignalsTest, RoundTrip) {
   for (int s = 1; s <= 64; ++s) {
-    if (const auto gdb = GdbSignalFromLinux(s)) EXPECT_EQ(LinuxSignalFromGdb(*gdb), s) << s;
+    if (const auto gdb = GdbSignalFromLinux(s)) {
+      EXPECT_EQ(LinuxSignalFromGdb(*gdb), s) << s;
+    }
   }
   EXPECT_EQ(LinuxSignalFromGdb(0), std::nullopt);
   EXPECT_EQ(LinuxSignalFromGdb(7), std::nullopt);  // SIGEMT: none on Linux

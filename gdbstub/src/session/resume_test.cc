@@ -227,7 +227,9 @@ TEST(ResumeTest, ThreadListsInStopReplies) {
 TEST(ResumeTest, UnknownExpeditedRegistersAreLeftOut) {
   static constexpr int kWithUnknown[] = {6, 15, 16};
   class Target2 : public FakeTarget {
-    RegisterLayout register_layout() override { return {kRegisterCount, kPcRegnum, kWithUnknown}; }
+    RegisterLayout register_layout() override {
+      return {kRegisterCount, kPcRegnum, kWithUnknown, {}};
+    }
   } t2;
   Wire wire(t2);
   EXPECT_EQ(wire.Ask("?"), "T05thread:1;06:0700000000000000;10:0010400000000000;");

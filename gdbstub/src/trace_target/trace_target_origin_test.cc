@@ -89,8 +89,9 @@ TEST_F(TraceTargetOrigin, UsageErrors) {
                           "origin 0x10 8 2 9", "origin 0x10 5000"}) {
     auto out = target_->monitor_commands()->RunMonitorCommand(bad);
     EXPECT_FALSE(out.ok()) << bad;
-    if (!out.ok())
+    if (!out.ok()) {
       EXPECT_NE(out.status().message().find("usage: monitor origin"), std::string::npos);
+    }
   }
   auto help = target_->monitor_commands()->RunMonitorCommand("help");
   ASSERT_TRUE(help.ok());

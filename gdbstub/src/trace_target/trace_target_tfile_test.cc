@@ -78,10 +78,14 @@ TEST_F(TraceTargetTfile, PcSearchesMatchTheFramesPcs) {
       auto from = current < 0 ? std::nullopt : std::optional<std::uint32_t>(current);
       auto hit = target_->trace_frames()->FindFrame(FrameByPc{*pc}, from);
       ASSERT_EQ(hit.has_value(), expected.has_value()) << std::hex << *pc << " after " << current;
-      if (hit) EXPECT_EQ(hit->frame, *expected);
+      if (hit) {
+        EXPECT_EQ(hit->frame, *expected);
+      }
       hit = target_->trace_frames()->FindFrame(FrameInRange{*pc, *pc}, from);
       ASSERT_EQ(hit.has_value(), expected.has_value());
-      if (hit) EXPECT_EQ(hit->frame, *expected);
+      if (hit) {
+        EXPECT_EQ(hit->frame, *expected);
+      }
     }
   }
   // A selected frame stays selected through a search.

@@ -117,7 +117,9 @@ TEST_F(TraceTargetThreads, RegistersAndThreadList) {
       std::vector<std::uint8_t> expected(slot.size);
       bool known = (*file)->Read(slot.reg, expected);
       ASSERT_EQ(value->all_known(), known);
-      if (known) EXPECT_TRUE(std::equal(expected.begin(), expected.end(), value->bytes.begin()));
+      if (known) {
+        EXPECT_TRUE(std::equal(expected.begin(), expected.end(), value->bytes.begin()));
+      }
     }
   }
   EXPECT_FALSE(target_->HasThread(ThreadId(424242)));

@@ -126,7 +126,9 @@ void CheckEveryTruncation(const std::vector<std::uint8_t>& full, std::size_t exp
         << n << ": " << o.error.ToString();
   }
   EXPECT_GT(opened, 0u);
-  if (stride == 1) EXPECT_GE(clean, expected_frames + 1);  // every frame boundary, and the marker
+  if (stride == 1) {
+    EXPECT_GE(clean, expected_frames + 1);  // every frame boundary, and the marker
+  }
 }
 
 TEST(TfileDamageTest, SmallFileTruncatedAtEveryLength) {

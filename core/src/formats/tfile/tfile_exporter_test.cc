@@ -132,7 +132,9 @@ void CheckRoundTrip(const Trace& source, const TfileExportOptions& options,
       ASSERT_TRUE((*dst)->ReadMemory(address, b2, k2).ok());
       for (std::size_t i = 0; i < length; ++i) {
         ASSERT_EQ(k1[i], k2[i]) << "known at " << address + i << ", position " << position;
-        if (k1[i]) ASSERT_EQ(b1[i], b2[i]) << "byte at " << address + i;
+        if (k1[i]) {
+          ASSERT_EQ(b1[i], b2[i]) << "byte at " << address + i;
+        }
       }
     }
     // Nothing outside what was collected.

@@ -37,11 +37,11 @@ class TfileFarFramesTest : public ::testing::Test {
   }
 
   void SetUp() override {
-    auto source = MapFile(*path_);
-    ASSERT_TRUE(source.ok());
-    auto reader = TfileReader::Open(*source);
-    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
-    oracle_ = std::move(*reader);
+    auto oracle_source = MapFile(*path_);
+    ASSERT_TRUE(oracle_source.ok());
+    auto oracle_reader = TfileReader::Open(*oracle_source);
+    ASSERT_TRUE(oracle_reader.ok()) << oracle_reader.status().ToString();
+    oracle_ = std::move(*oracle_reader);
     ASSERT_EQ(oracle_->frame_count(), kFrames);
     auto trace = Trace::OpenWith(
         []() -> Expected<std::unique_ptr<TraceReader>> {

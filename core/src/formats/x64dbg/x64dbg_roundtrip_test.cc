@@ -182,7 +182,7 @@ TEST_F(X64dbgRoundTrip, WriterRefusals) {
 TEST_F(X64dbgRoundTrip, MemoryImageIsRefused) {
   TraceHeader header;
   header.arch = &X86_64();
-  header.regions.push_back({0x700000, 4, "data"});
+  header.regions.push_back({0x700000, 4, "data", "", 0});
   auto image = [](Address a, std::span<std::uint8_t> out, std::span<std::uint8_t> known) {
     for (std::size_t i = 0; i < out.size(); ++i) {
       out[i] = 7;
