@@ -129,36 +129,115 @@ void AccessListBuilder::OpenBlock(Page& page, std::uint64_t event) {
   memory_bytes_ += sizeof(BlockRecord);
 }
 
-void AccessListBuilder::AddEntry(std::uint64_t event, std::uint64_t page_number,
-                                 std::uint32_t offset, std::span<const std::uint8_t> data,
-                                 std::uint64_t ref, std::uint64_t piece_offset,
-                                 std::uint64_t access_length, const EventDataRef* event_ref) {
-  std::optional<std::uint64_t> ref_offset;
-  if (ref != kNoRefOffset) ref_offset = ref;
-  // Consecutive accesses usually hit the same page: skip the lookup. Other
-  // pages go through a direct-mapped cache before the hash map (its modulo
-  // and node walk cost more than the rest of an append).
-  if (!last_page_ || last_page_number_ != page_number) {
-    PageSlot& slot = page_cache_[(page_number * 0x9E3779B97F4A7C15ull) >> (64 - kPageCacheBits)];
-    if (!slot.page || slot.number != page_number) {
-      auto [it, inserted] = pages_.try_emplace(page_number);
-      if (inserted) {
-        memory_bytes_ += 96;
-        if (auto carried = carried_.find(page_number); carried != carried_.end()) {
-          it->second.state = std::move(carried->second);
-          carried_.erase(carried);
-        }
-      }
-      slot = {page_number, &it->second};
-    }
-    last_page_ = slot.page;
-    last_page_number_ = page_number;
-  }
-  Page& page = *last_page_;
+BlockRecord& AccessListBuilder::OpenBlockIfFull(Page& page, std::uint64_t event) {
   if (page.blocks.empty() || page.blocks.back().entry_count == block_entries_) {
     OpenBlock(page, event);
   }
-  BlockRecord& block = page.blocks.back();
+  return page.blocks.back();
+}
+
+void AccessListBuilder::LookUpPage(std::uint64_t number) {
+  PageSlot& slot = page_cache_[(number * 0x9E3779B97F4A7C15ull) >> (64 - kPageCacheBits)];
+  if (!slot.page || slot.number != number) {
+    auto [it, inserted] = pages_.try_emplace(number);
+    if (inserted) {
+      memory_bytes_ += 96;
+      if (auto carried = carried_.find(number); carried != carried_.end()) {
+        it->second.state = std::move(carried->second);
+        carried_.erase(carried);
+      }
+    }
+    slot = {number, &it->second};
+  }
+  last_page_ = slot.page;
+  last_page_number_ = number;
+}
+
+// Stride form (index_format.h): the previous entry's delta and code, the
+// offset advanced by the previous stride.
+bool AccessListBuilder::IsStride(const Page& page, std::uint32_t index, std::uint64_t delta,
+                                 std::uint32_t offset) {
+  return index >= 2 && delta == page.last_delta &&
+         offset == ((2 * (page.last_head & 0xfff) - page.before_offset) & 0xfff);
+}
+
+// Repeat form: the latest of the last kRepeatWindow entries of the block
+// with the same key; 0 if none. Records the entry under its key.
+std::uint32_t AccessListBuilder::RepeatBack(Page& page, std::uint32_t key, std::uint32_t index) {
+  std::uint32_t back = 0;
+  if (!page.recent && ++page.entries >= kRecentAfter) {
+    page.recent = std::make_unique<std::array<std::uint64_t, 1 << kRecentBits>>();
+    page.recent->fill(~std::uint64_t(0));
+    memory_bytes_ += sizeof(*page.recent);
+  }
+  if (key != kNoRepeat && page.recent) {
+    // The latest entry with this key, unless another key took its slot.
+    std::uint64_t& recent = (*page.recent)[(key * 0x9E3779B97F4A7C15ull) >> (64 - kRecentBits)];
+    if (recent >> 32 == key && index - static_cast<std::uint32_t>(recent) <= kRepeatWindow) {
+      back = index - static_cast<std::uint32_t>(recent);
+    }
+    recent = std::uint64_t(key) << 32 | index;
+  }
+  return back;
+}
+
+void AccessListBuilder::NoteHead(Page& page, std::uint32_t head17, std::uint64_t delta) {
+  page.before_offset = page.last_head & 0xfff;
+  page.last_head = head17;
+  page.last_delta = delta;
+  page.last_length = 0;
+}
+
+void AccessListBuilder::EndEntry(Page& page, BlockRecord& block, std::uint64_t event,
+                                 std::uint32_t offset, std::span<const std::uint8_t> data,
+                                 std::size_t bytes) {
+  memory_bytes_ += bytes;
+  block.data_size += static_cast<std::uint32_t>(bytes);
+  block.line_mask |= LineMask(offset, static_cast<std::uint32_t>(data.size()));
+  ++block.entry_count;
+  page.last_event = event;
+  if (page.state) ApplyToState(*page.state, offset, data);
+}
+
+void AccessListBuilder::AddRefEntry(std::uint64_t event, std::uint32_t offset,
+                                    std::span<const std::uint8_t> data, std::uint64_t ref) {
+  Page& page = *last_page_;
+  BlockRecord& block = OpenBlockIfFull(page, event);
+  const std::uint32_t code = RefCode(static_cast<std::uint32_t>(data.size()));
+  const std::uint32_t index = block.entry_count;
+  const std::uint64_t delta = event - page.last_event;
+  const bool stride = IsStride(page, index, delta, offset);
+  const std::uint32_t head17 = offset | code << 12;
+  const std::uint32_t key =
+      delta < kRepeatMaxDelta ? static_cast<std::uint32_t>(delta << 17) | head17 : kNoRepeat;
+  const std::uint32_t back = RepeatBack(page, key, index);
+  std::uint8_t* const head = page.data.Reserve(kMaxEntryBytes + 16);  // in place (Reserve)
+  std::uint8_t* p = head;
+  if (back != 0) {
+    PutVarint(std::uint64_t(back - 1) << 1 | 1, p);
+  } else if (stride && (head17 & ~0xfffu) == (page.last_head & ~0xfffu)) {
+    PutVarint(std::uint64_t(kStrideForm) << 1 | 1, p);
+  } else {
+    PutVarint(delta << 2, p);
+    const auto h = static_cast<std::uint16_t>(head17);
+    std::memcpy(p, &h, 2);
+    p += 2;
+  }
+  NoteHead(page, head17, delta);
+  PutVarint(ZigZag(static_cast<std::int64_t>(ref - page.last_ref)), p);
+  page.last_ref = ref;
+  page.data.Commit(p - head);
+  EndEntry(page, block, event, offset, data, p - head);
+}
+
+void AccessListBuilder::AddEntry(std::uint64_t event, std::uint32_t offset,
+                                 std::span<const std::uint8_t> data, std::uint64_t ref,
+                                 std::uint64_t piece_offset, std::uint64_t access_length,
+                                 const EventDataRef* event_ref) {
+  std::optional<std::uint64_t> ref_offset;
+  if (ref != kNoRefOffset) ref_offset = ref;
+  Page& page = *last_page_;
+  BlockRecord& block = OpenBlockIfFull(page, event);
   const std::uint32_t length = static_cast<std::uint32_t>(data.size());
   const bool split = piece_offset != 0 || access_length != length;
   std::uint32_t code = 0;  // extended
@@ -177,8 +256,7 @@ void AccessListBuilder::AddEntry(std::uint64_t event, std::uint64_t page_number,
   // Stride form (index_format.h): the previous entry's delta and code, the
   // offset advanced by the previous stride; with the previous data too, no
   // data at all (an array filled with one value).
-  const bool stride = index >= 2 && delta == page.last_delta &&
-                      offset == ((2 * (page.last_head & 0xfff) - page.before_offset) & 0xfff);
+  const bool stride = IsStride(page, index, delta, offset);
   const bool inline_short = code >= 1 && code <= kMaxInlineCode && !without_data_;
   const bool same_data = stride && inline_short && page.last_length == length &&
                          std::memcmp(page.last_data, data.data(), length) == 0;
@@ -225,20 +303,7 @@ void AccessListBuilder::AddEntry(std::uint64_t event, std::uint64_t page_number,
   const std::uint32_t key = short_form && delta < kRepeatMaxDelta
                                 ? static_cast<std::uint32_t>(delta << 17) | head17
                                 : kNoRepeat;
-  std::uint32_t back = 0;
-  if (!page.recent && ++page.entries >= kRecentAfter) {
-    page.recent = std::make_unique<std::array<std::uint64_t, 1 << kRecentBits>>();
-    page.recent->fill(~std::uint64_t(0));
-    memory_bytes_ += sizeof(*page.recent);
-  }
-  if (key != kNoRepeat && page.recent) {
-    // The latest entry with this key, unless another key took its slot.
-    std::uint64_t& recent = (*page.recent)[(key * 0x9E3779B97F4A7C15ull) >> (64 - kRecentBits)];
-    if (recent >> 32 == key && index - static_cast<std::uint32_t>(recent) <= kRepeatWindow) {
-      back = index - static_cast<std::uint32_t>(recent);
-    }
-    recent = std::uint64_t(key) << 32 | index;
-  }
+  const std::uint32_t back = RepeatBack(page, key, index);
   const std::size_t before = page.data.size();
   std::uint8_t* const head = page.data.Reserve(kMaxEntryBytes + 16);  // in place (Reserve)
   std::uint8_t* p = head;
@@ -254,10 +319,7 @@ void AccessListBuilder::AddEntry(std::uint64_t event, std::uint64_t page_number,
     std::memcpy(p, &h, 2);
     p += 2;
   }
-  page.before_offset = page.last_head & 0xfff;
-  page.last_head = head17;
-  page.last_delta = delta;
-  page.last_length = 0;
+  NoteHead(page, head17, delta);
   if (inline_short) {
     page.last_length = length;
     std::memcpy(page.last_data, data.data(), length);
@@ -295,12 +357,7 @@ void AccessListBuilder::AddEntry(std::uint64_t event, std::uint64_t page_number,
   if (!ref_offset && !event_ref && !without_data_ && !xor_form && !same_data) {
     page.data.Append(data.data(), data.size());
   }
-  memory_bytes_ += page.data.size() - before;
-  block.data_size += static_cast<std::uint32_t>(page.data.size() - before);
-  block.line_mask |= LineMask(offset, length);
-  ++block.entry_count;
-  page.last_event = event;
-  if (page.state) ApplyToState(*page.state, offset, data);
+  EndEntry(page, block, event, offset, data, page.data.size() - before);
 }
 
 ListRecord AccessListBuilder::Flush(IndexSink& sink, bool end_snapshots) {
