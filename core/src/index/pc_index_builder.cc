@@ -4,60 +4,25 @@
 
 namespace backstep::core {
 
-void PcIndexBuilder::Add(std::uint64_t pc, std::uint64_t event) {
-  // The previous pc's successor last time, else a direct-mapped cache in
-  // front of the hash map: a program's hot loop has few pcs, and this is
-  // once per event.
-  Postings* found =
-      previous_ && previous_->next && previous_->next_pc == pc ? previous_->next : nullptr;
-  if (!found) {
-    Slot& slot = cache_[(pc * 0x9E3779B97F4A7C15ull) >> (64 - kCacheBits)];
-    if (!slot.postings || slot.pc != pc) {
-      auto [it, inserted] = pcs_.try_emplace(pc);
-      if (inserted) memory_bytes_ += 96;
-      slot = {pc, &it->second};
-    }
-    found = slot.postings;
-    if (previous_) previous_->next = found, previous_->next_pc = pc;
+PcIndexBuilder::Postings& PcIndexBuilder::LookUp(std::uint64_t pc) {
+  Slot& slot = cache_[(pc * 0x9E3779B97F4A7C15ull) >> (64 - kCacheBits)];
+  if (!slot.postings || slot.pc != pc) {
+    auto [it, inserted] = pcs_.try_emplace(pc);
+    if (inserted) memory_bytes_ += 96;
+    slot = {pc, &it->second};
   }
-  Postings& p = *found;
-  // The next event's pc is most likely this one's successor last time: its
-  // state is loaded while the next event decodes.
-  if (p.next) {
-    __builtin_prefetch(p.next);
-    __builtin_prefetch(reinterpret_cast<const char*>(p.next) + 64);
-  }
-  Postings* before = previous_ && previous_event_ + 1 == event ? previous_ : nullptr;
-  if (before == &p) before = nullptr;  // a pc repeated in place leads itself
-  if (p.count == 0) {
-    p.follows = before;
-  } else if (p.follows != before) {
-    p.follows = nullptr;
-  }
-  previous_ = &p;
-  previous_event_ = event;
-  if (p.count % kPostingsPerBlock == 0) {
-    EndRun(p);
-    p.run_delta = 0;  // a block's deltas start afresh
-    p.skips.push_back({event, p.data.size()});
-    memory_bytes_ += sizeof(SkipRecord);
-  } else if (event - p.last == p.run_delta) {
-    ++p.run_extra;
-  } else {
-    EndRun(p);
-    p.run_delta = event - p.last;
-    std::uint8_t* const buf = p.data.Reserve(10);  // in place (AppendBuffer::Reserve)
-    std::uint8_t* out = buf;
-    PutVarint(p.run_delta, out);
-    p.data.Commit(out - buf);
-    memory_bytes_ += out - buf;
-  }
-  p.last = event;
-  ++p.count;
+  if (previous_) previous_->next = slot.postings, previous_->next_pc = pc;
+  return *slot.postings;
 }
 
-void PcIndexBuilder::EndRun(Postings& p) {
-  if (p.run_extra == 0) return;
+void PcIndexBuilder::StartBlock(Postings& p, std::uint64_t event) {
+  EndRun(p);
+  p.run_delta = 0;  // a block's deltas start afresh
+  p.skips.push_back({event, p.data.size()});
+  memory_bytes_ += sizeof(SkipRecord);
+}
+
+void PcIndexBuilder::WriteRun(Postings& p) {
   std::uint8_t one[10], escape[11];
   std::uint8_t* one_end = one;
   PutVarint(p.run_delta, one_end);
