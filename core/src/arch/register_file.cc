@@ -1,7 +1,6 @@
 #include "backstep/core/register_file.h"
 
 #include <algorithm>
-#include <bit>
 #include <cassert>
 #include <cstring>
 
@@ -64,48 +63,17 @@ void RegisterFile::Clear() {
   std::fill(known_.begin(), known_.end(), 0);
 }
 
-namespace {
-
-// An operation on a register of sizeof(Word) bytes as one word operation:
-// the same result as Apply's byte loops on a little-endian host.
-template <typename Word>
-void ApplyWordOperation(RegisterOp op, std::uint8_t* p, const std::uint8_t* operand_bytes) {
-  Word value, operand;
-  std::memcpy(&value, p, sizeof(Word));
-  std::memcpy(&operand, operand_bytes, sizeof(Word));
-  if (op == RegisterOp::kAdd) {
-    value = static_cast<Word>(value + operand);
-  } else if (op == RegisterOp::kAnd) {
-    value &= operand;
-  } else {
-    value |= operand;
-  }
-  std::memcpy(p, &value, sizeof(Word));
-}
-
-}  // namespace
-
-void RegisterFile::Apply(const RegisterWrite& write) {
+void RegisterFile::ApplyOther(const RegisterWrite& write) {
   const RegisterInfo& r = arch_->info(write.reg);
   assert(!r.derived && r.size <= sizeof(write.value));
   std::uint8_t* p = storage_.data() + r.storage_offset;
-  // Once per register write of every event (the index build's and seeks'
-  // hot loop): sets without a call to Set, and operations on 8- and 4-byte
-  // registers as word operations instead of byte loops.
+  // Sets without a call to Set.
   if (write.op == RegisterOp::kSet) {
-    if (r.size == 8) {
-      std::memcpy(p, write.value, 8);
-    } else {
-      std::memcpy(p, write.value, r.size);
-    }
+    std::memcpy(p, write.value, r.size);
     known_[write.reg >> 6] |= std::uint64_t{1} << (write.reg & 63);
     return;
   }
   if (!known(write.reg)) return;  // an operation on an unknown value stays unknown
-  if constexpr (std::endian::native == std::endian::little) {
-    if (r.size == 8) return ApplyWordOperation<std::uint64_t>(write.op, p, write.value);
-    if (r.size == 4) return ApplyWordOperation<std::uint32_t>(write.op, p, write.value);
-  }
   switch (write.op) {
     case RegisterOp::kAdd: {
       unsigned carry = 0;  // byte-wise ripple carry: any size, modulo 2^(8*size)
