@@ -229,14 +229,18 @@ std::uint64_t IndexPartBuilder::Pc(const RegisterFile& regs) const {
   return pc;
 }
 
+// The offset as an unsigned difference of addresses: data before the source
+// wraps to an offset past its end, so one comparison each way suffices (and
+// an empty source takes no data of kMinReferencedLength bytes).
 std::optional<std::uint64_t> IndexPartBuilder::RefOffset(const std::uint8_t* data,
                                                          std::size_t length) const {
-  if (length < kMinReferencedLength || source_.empty()) return std::nullopt;
-  const std::uint8_t* begin = source_.data();
-  if (std::less<>()(data, begin) || std::less<>()(begin + source_.size(), data + length)) {
+  const std::uint64_t offset =
+      reinterpret_cast<std::uintptr_t>(data) - reinterpret_cast<std::uintptr_t>(source_.data());
+  if (length < kMinReferencedLength || offset > source_.size() ||
+      length > source_.size() - offset) {
     return std::nullopt;
   }
-  return static_cast<std::uint64_t>(data - begin);
+  return offset;
 }
 
 void IndexPartBuilder::AddPieces(AccessListBuilder& list, std::uint64_t event,
