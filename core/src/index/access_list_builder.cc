@@ -360,6 +360,18 @@ void AccessListBuilder::AddEntry(std::uint64_t event, std::uint32_t offset,
   EndEntry(page, block, event, offset, data, page.data.size() - before);
 }
 
+void AccessListBuilder::AddOtherEntry(std::uint64_t event, std::uint32_t offset,
+                                      std::span<const std::uint8_t> data, std::uint64_t ref,
+                                      std::uint64_t piece_offset, std::uint64_t access_length,
+                                      const EventDataRef* event_ref) {
+  AddEntry(event, offset, data, ref, piece_offset, access_length, event_ref);
+}
+
+void AccessListBuilder::AddInlineEntry(std::uint64_t event, std::uint32_t offset,
+                                       std::span<const std::uint8_t> data) {
+  AddEntry(event, offset, data, kNoRefOffset, 0, data.size(), nullptr);
+}
+
 ListRecord AccessListBuilder::Flush(IndexSink& sink, bool end_snapshots) {
   std::vector<std::uint64_t> order;
   order.reserve(pages_.size());

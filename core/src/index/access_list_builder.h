@@ -67,8 +67,13 @@ class AccessListBuilder {
       AddRefEntry(event, offset, data, *ref_offset);
       return;
     }
-    AddEntry(event, offset, data, ref_offset ? *ref_offset : kNoRefOffset, piece_offset,
-             access_length, event_ref);
+    if (!ref_offset && !event_ref && piece_offset == 0 && access_length == data.size() &&
+        data.size() <= kMaxInlineCode) {
+      AddInlineEntry(event, offset, data);
+      return;
+    }
+    AddOtherEntry(event, offset, data, ref_offset ? *ref_offset : kNoRefOffset, piece_offset,
+                  access_length, event_ref);
   }
   // All memory becomes unknown before the writes of `event`.
   void ClearMemory(std::uint64_t event);
@@ -143,10 +148,21 @@ class AccessListBuilder {
   static constexpr std::uint32_t kNoRepeat = ~std::uint32_t(0);
 
   // Add() for page last_page_, with ref = kNoRefOffset for "not referenced".
+  // Inlined into its two out-of-line cases: any entry (AddOtherEntry), and
+  // short data inline, whole, not referenced (AddInlineEntry: three
+  // arguments, and the compiler drops the reference, split and extended
+  // forms' work from it).
   static constexpr std::uint64_t kNoRefOffset = ~std::uint64_t(0);
-  void AddEntry(std::uint64_t event, std::uint32_t offset, std::span<const std::uint8_t> data,
-                std::uint64_t ref, std::uint64_t piece_offset, std::uint64_t access_length,
-                const EventDataRef* event_ref);
+  [[gnu::always_inline]] inline void AddEntry(std::uint64_t event, std::uint32_t offset,
+                                              std::span<const std::uint8_t> data, std::uint64_t ref,
+                                              std::uint64_t piece_offset,
+                                              std::uint64_t access_length,
+                                              const EventDataRef* event_ref);
+  void AddOtherEntry(std::uint64_t event, std::uint32_t offset, std::span<const std::uint8_t> data,
+                     std::uint64_t ref, std::uint64_t piece_offset, std::uint64_t access_length,
+                     const EventDataRef* event_ref);
+  void AddInlineEntry(std::uint64_t event, std::uint32_t offset,
+                      std::span<const std::uint8_t> data);
   // A length of kRefLengths (4, 8, 16, 32), and its entry code (12..15).
   static bool IsRefLength(std::size_t length) {
     return length >= 4 && length <= 32 && (length & (length - 1)) == 0;
