@@ -10,6 +10,7 @@
 #pragma once
 
 #include <bit>
+#include <cassert>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -54,6 +55,7 @@ class RegisterFile {
   // in ApplyOther.
   void Apply(const RegisterWrite& write) {
     const RegisterInfo& r = arch_->info(write.reg);
+    assert(!r.derived && r.size <= sizeof(write.value));
     if constexpr (std::endian::native == std::endian::little) {
       if (r.size == 8) return ApplyWord<std::uint64_t>(write, r.storage_offset);
       if (r.size == 4) return ApplyWord<std::uint32_t>(write, r.storage_offset);
