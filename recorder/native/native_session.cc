@@ -16,9 +16,9 @@
 
 #include "backstep/core/hex.h"
 #include "recorder/cpuid.h"
-#include "recorder/one_cpu.h"
 #include "recorder/native/seccomp_trap.h"
 #include "recorder/native/unrecorded_child.h"
+#include "recorder/one_cpu.h"
 #include "recorder/signal_disposition.h"
 #include "recorder/vdso.h"
 

@@ -66,13 +66,11 @@ void RegisterFile::Clear() {
 void RegisterFile::ApplyOther(const RegisterWrite& write) {
   const RegisterInfo& r = arch_->info(write.reg);
   assert(!r.derived && r.size <= sizeof(write.value));
-  std::uint8_t* p = storage_.data() + r.storage_offset;
-  // Sets without a call to Set.
   if (write.op == RegisterOp::kSet) {
-    std::memcpy(p, write.value, r.size);
-    known_[write.reg >> 6] |= std::uint64_t{1} << (write.reg & 63);
+    Set(write.reg, std::span<const std::uint8_t>(write.value, r.size));
     return;
   }
+  std::uint8_t* p = storage_.data() + r.storage_offset;
   if (!known(write.reg)) return;  // an operation on an unknown value stays unknown
   switch (write.op) {
     case RegisterOp::kAdd: {
